@@ -1,0 +1,85 @@
+"""One exception tree for karenina-rdf.
+
+::
+
+    KareninaRDFError
+    ├── CheckpointError (ValueError)        bad input: names file, JSON pointer, question id, rule
+    ├── NotFoundError (LookupError)
+    │   ├── BenchmarkNotFoundError          no benchmark matches the reference
+    │   └── QuestionNotFoundError (KeyError) no question with that id in the benchmark
+    ├── AmbiguousBenchmarkError (LookupError) a name matches several benchmarks
+    ├── DuplicateQuestionError (ValueError)  a question id that already exists
+    ├── InvalidValueError (ValueError)       an API argument Karenina would refuse
+    └── StoreError                           the store cannot be opened or written
+
+Errors that subclass ``ValueError``/``KeyError`` do so because Karenina raises those for the
+same situations, and code written against Karenina catches them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+class KareninaRDFError(Exception):
+    """Base of every error raised on purpose by karenina-rdf."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with an input file, located as precisely as the input allows."""
+
+    message: str
+    file: str | None = None
+    pointer: str | None = None
+    question_id: str | None = None
+    line: int | None = None
+
+    def __str__(self) -> str:
+        where = self.file or "<input>"
+        if self.line is not None:
+            where += f":{self.line}"
+        if self.pointer is not None:
+            where += f" at {self.pointer or '/'}"
+        if self.question_id is not None:
+            where += f" (question {self.question_id!r})"
+        return f"{where}: {self.message}"
+
+
+class CheckpointError(KareninaRDFError, ValueError):
+    """A checkpoint that Karenina would not load, with every problem found in it."""
+
+    def __init__(self, problems: list[Problem]) -> None:
+        self.problems = problems
+        super().__init__("\n".join(str(p) for p in problems))
+
+
+class NotFoundError(KareninaRDFError, LookupError):
+    """Something looked up by id or name is not in the store."""
+
+
+class BenchmarkNotFoundError(NotFoundError):
+    """No benchmark matches the given id, IRI or name."""
+
+
+class QuestionNotFoundError(NotFoundError, KeyError):
+    """No question with that id in the benchmark."""
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class AmbiguousBenchmarkError(KareninaRDFError, LookupError):
+    """A benchmark name that matches more than one stored benchmark."""
+
+
+class DuplicateQuestionError(KareninaRDFError, ValueError):
+    """A question id that already exists in the benchmark."""
+
+
+class InvalidValueError(KareninaRDFError, ValueError):
+    """An argument the authoring API refuses, as Karenina would."""
+
+
+class StoreError(KareninaRDFError):
+    """The store cannot be opened, read or written."""

@@ -1,0 +1,138 @@
+"""Triples → checkpoint JSON in Karenina's canonical form (context C1, key order of spec §3.9)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import _terms as t
+from ._properties import Index, first, properties_json
+from ._templates import default_template, template_name
+from ._vocab import KARENINA, SCHEMA
+
+CANONICAL_CONTEXT: dict[str, Any] = {
+    "@version": 1.1,
+    "@vocab": "https://schema.org/",
+    "karenina": "urn:karenina:vocab:",
+    "dataFeedElement": {"@id": "dataFeedElement", "@container": "@set"},
+    "item": {"@id": "item", "@type": "@id"},
+    "acceptedAnswer": {"@id": "acceptedAnswer", "@type": "@id"},
+    "rating": {"@id": "contentRating", "@container": "@set"},
+    "additionalProperty": {"@id": "additionalProperty", "@container": "@set"},
+    "hasPart": {"@id": "hasPart", "@container": "@set"},
+    "keywords": {"@id": "keywords", "@container": "@set"},
+}
+
+
+def _get(index: Index, s: str, local: str, ns: str = SCHEMA) -> Any:
+    return first(index, s, ns + local)
+
+
+def _objects(index: Index, s: str, local: str) -> list[str]:
+    return [o.value for o in index.get(s, {}).get(SCHEMA + local, [])]
+
+
+def _ordered(index: Index, nodes: list[str]) -> list[str]:
+    return sorted(nodes, key=lambda n: _get(index, n, "position", KARENINA) or 0)
+
+
+def _put(out: dict[str, Any], key: str, value: Any) -> None:
+    if value is not None:
+        out[key] = value
+
+
+def _list(index: Index, s: str, key: str, values: list[Any]) -> list[Any] | None:
+    """A list as Karenina writes it: present when non-empty or when the source had it empty."""
+    if values:
+        return values
+    empty = _get(index, s, "emptyLists", KARENINA) or []
+    return [] if key in empty else None
+
+
+def _with_id(index: Index, s: str, type_name: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"@type": type_name}
+    _put(out, "@id", _get(index, s, "sourceId", KARENINA))
+    return out
+
+
+def benchmark_json(index: Index, b: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"@context": CANONICAL_CONTEXT, "@type": "DataFeed"}
+    if not _get(index, b, "derivedIdentifier", KARENINA):
+        out["@id"] = _get(index, b, "identifier")
+    for key in ("name", "description", "version"):
+        _put(out, key, _get(index, b, key))
+    creators = index.get(b, {}).get(SCHEMA + "creator", [])
+    if creators:
+        c = creators[0]
+        if hasattr(c, "datatype"):
+            out["creator"] = t.to_python(c)
+        else:
+            person: dict[str, Any] = {"@type": "Person"}
+            for key in ("name", "url", "email"):
+                _put(person, key, _get(index, c.value, key))
+            out["creator"] = person
+    for key in ("dateCreated", "dateModified"):
+        _put(out, key, _get(index, b, key))
+    ratings = [rating_json(index, r) for r in _ordered(index, _objects(index, b, "contentRating"))]
+    _put(out, "rating", _list(index, b, "rating", ratings))
+    items = [item_json(index, i) for i in _ordered(index, _objects(index, b, "dataFeedElement"))]
+    out["dataFeedElement"] = items
+    scenarios = [_get(index, s, "scenarioJson", KARENINA) for s in _ordered(index, _objects(index, b, "hasPart"))]
+    _put(out, "hasPart", _list(index, b, "hasPart", scenarios))
+    _put(out, "additionalProperty", _list(index, b, "additionalProperty", properties_json(index, b, "benchmark") or []))
+    return out
+
+
+def item_json(index: Index, i: str) -> dict[str, Any]:
+    q = _objects(index, i, "item")[0]
+    out: dict[str, Any] = {"@type": "DataFeedItem"}
+    if not _get(index, i, "derivedIdentifier", KARENINA):
+        out["@id"] = _get(index, q, "identifier")
+    for key in ("dateCreated", "dateModified"):
+        _put(out, key, _get(index, i, key))
+    out["item"] = question_json(index, q)
+    return out
+
+
+def question_json(index: Index, q: str) -> dict[str, Any]:
+    out = _with_id(index, q, "Question")
+    text = _get(index, q, "text")
+    out["text"] = text
+    answer = _objects(index, q, "acceptedAnswer")
+    if answer:
+        a = _with_id(index, answer[0], "Answer")
+        a["text"] = _get(index, answer[0], "text")
+        out["acceptedAnswer"] = a
+    templates = _objects(index, q, "hasPart")
+    if templates:
+        out["hasPart"] = template_json(index, templates[0])
+    else:
+        # A question stored without a template is written with Karenina's default one,
+        # which Karenina in turn reads as "no template".
+        out["hasPart"] = {
+            "@type": "SoftwareSourceCode",
+            "name": template_name(text or ""),
+            "text": default_template(text or ""),
+            "programmingLanguage": "Python",
+        }
+    ratings = [rating_json(index, r) for r in _ordered(index, _objects(index, q, "contentRating"))]
+    _put(out, "rating", _list(index, q, "rating", ratings))
+    _put(out, "additionalProperty", _list(index, q, "additionalProperty", properties_json(index, q, "question") or []))
+    _put(out, "keywords", _get(index, q, "keywordOrder", KARENINA))
+    return out
+
+
+def template_json(index: Index, s: str) -> dict[str, Any]:
+    out = _with_id(index, s, "SoftwareSourceCode")
+    for key in ("name", "text", "programmingLanguage", "codeRepository"):
+        _put(out, key, _get(index, s, key))
+    return out
+
+
+def rating_json(index: Index, r: str) -> dict[str, Any]:
+    out = _with_id(index, r, "Rating")
+    for key in ("name", "description", "bestRating", "worstRating", "ratingValue", "ratingExplanation"):
+        _put(out, key, _get(index, r, key))
+    kind = index[r][SCHEMA + "additionalType"][0].value
+    out["additionalType"] = "karenina:" + kind.removeprefix(KARENINA)
+    _put(out, "additionalProperty", _list(index, r, "additionalProperty", properties_json(index, r, "trait") or []))
+    return out

@@ -1,0 +1,167 @@
+"""additionalProperty lists ⇄ typed properties (docs/data-model.md, "Settings become typed data").
+
+A known name (``finished``, ``min_score``, ``custom_*`` …) becomes a predicate of its own on the
+owner node, with the literal type of its JSON value, so that shapes and queries can use it.
+Any other name stays a ``schema:PropertyValue`` node. ``karenina:propertyLayout`` records the
+list's order and encodings so that export writes back exactly what Karenina wrote.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+import pyoxigraph as ox
+
+from . import _terms as t
+from ._ids import segment
+from ._vocab import (
+    BENCHMARK_SETTINGS,
+    CUSTOM_PREFIX,
+    JSON_STRING_SETTINGS,
+    KARENINA,
+    QUESTION_SETTINGS,
+    RDF,
+    SCHEMA,
+    TRAIT_SETTINGS,
+    camel,
+)
+
+Index = Mapping[str, Mapping[str, Sequence[Any]]]
+
+_BOOL_WORDS = {"true", "false", "1", "0", "yes", "no", "on", "off", "t", "f", "y", "n"}
+_LAYOUT = KARENINA + "propertyLayout"
+
+
+class Reporter(Protocol):
+    def fail(self, ptr: str, message: str) -> None: ...
+
+    def warn(self, ptr: str, message: str) -> None: ...
+
+
+def predicate(owner_kind: str, name: str) -> str | None:
+    """The typed predicate for a property name on a benchmark, question or trait, if known."""
+    if owner_kind == "question":
+        if name in QUESTION_SETTINGS:
+            return KARENINA + camel(name)
+        if name.startswith(CUSTOM_PREFIX):
+            return KARENINA + segment(name)
+        return None
+    if owner_kind == "benchmark":
+        if name in BENCHMARK_SETTINGS:
+            return KARENINA + camel(name)
+        # Every other benchmark property is a user custom property (spec §5).
+        return KARENINA + CUSTOM_PREFIX + segment(name)
+    return KARENINA + camel(name) if name in TRAIT_SETTINGS else None
+
+
+def _decode(name: str, value: Any) -> tuple[Any, bool]:
+    """Decode a JSON-string value when Karenina's ``json.dumps`` would write it back identically."""
+    if name in JSON_STRING_SETTINGS and isinstance(value, str):
+        try:
+            decoded = json.loads(value)
+        except ValueError:
+            return value, False
+        if isinstance(decoded, (list, dict)) and json.dumps(decoded) == value:
+            return decoded, True
+    return value, False
+
+
+def _valid_finished(value: Any) -> bool:
+    if isinstance(value, bool):
+        return True
+    if isinstance(value, (int, float)):
+        return value in (0, 1)
+    return isinstance(value, str) and value.strip().lower() in _BOOL_WORDS
+
+
+def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report: Reporter) -> list[t.Triple]:
+    O = t.iri(owner)
+    triples: list[t.Triple] = []
+    layout: list[list[Any]] = []
+    stored: dict[str, str] = {}
+    for i, pv in enumerate(pvs):
+        here = f"{ptr}/{i}"
+        if not isinstance(pv, dict):
+            report.fail(here, "additionalProperty entries must be PropertyValue objects")
+            continue
+        name = pv.get("name")
+        if not isinstance(name, str):
+            report.fail(here, "a PropertyValue needs a string 'name'")
+            continue
+        if pv.get("@type", "PropertyValue") != "PropertyValue":
+            report.fail(f"{here}/@type", f"must have @type 'PropertyValue', got {pv['@type']!r}")
+            continue
+        if name == "finished" and owner_kind == "question" and not _valid_finished(pv.get("value")):
+            report.fail(here, f"'finished' must be a boolean, got {json.dumps(pv.get('value'))}")
+        pred = predicate(owner_kind, name)
+        has_value = "value" in pv
+        value, as_string = _decode(name, pv.get("value"))
+        term = t.value(value) if has_value else None
+        # A repeated name with a different value cannot share the typed predicate.
+        if pred is not None and (term is None or stored.get(name, term) == term):
+            if term is not None and name not in stored:
+                triples.append((O, t.iri(pred), term))
+                stored[name] = term
+            layout.append([name, "o" if term is None else ("s" if as_string else "v")])
+            continue
+        P = t.iri(f"{owner}/properties/{i}")
+        triples.append((O, t.iri(SCHEMA + "additionalProperty"), P))
+        triples.append((P, t.iri(RDF + "type"), t.iri(SCHEMA + "PropertyValue")))
+        triples.append((P, t.iri(SCHEMA + "name"), t.string(name)))
+        triples.append((P, t.iri(KARENINA + "position"), t.integer(i)))
+        if has_value:
+            triples.append((P, t.iri(SCHEMA + "value"), t.value(pv["value"])))
+        layout.append(["@", i])
+    if layout:
+        triples.append((O, t.iri(_LAYOUT), t.json_literal(layout)))
+    return triples
+
+
+def first(index: Index, s: str, p: str) -> Any:
+    values = index.get(s, {}).get(p)
+    return t.to_python(values[0]) if values else None
+
+
+def properties_json(index: Index, owner: str, owner_kind: str) -> list[dict[str, Any]] | None:
+    """Rebuild an owner's additionalProperty list from its typed properties and layout."""
+    layout = first(index, owner, _LAYOUT)
+    if layout is None:
+        return None
+    out: list[dict[str, Any]] = []
+    for entry in layout:
+        if entry[0] == "@":
+            node = f"{owner}/properties/{entry[1]}"
+            pv: dict[str, Any] = {"@type": "PropertyValue", "name": first(index, node, SCHEMA + "name")}
+            raw = index.get(node, {}).get(SCHEMA + "value")
+            if raw:
+                pv["value"] = t.to_python(raw[0])
+            out.append(pv)
+            continue
+        name, enc = entry
+        pv = {"@type": "PropertyValue", "name": name}
+        if enc != "o":
+            pred = predicate(owner_kind, name)
+            value = first(index, owner, pred) if pred else None
+            pv["value"] = json.dumps(value) if enc == "s" else value
+        out.append(pv)
+    return out
+
+
+def node_index(store: ox.Store, graph: ox.NamedNode, subjects: Sequence[str]) -> dict[str, dict[str, list[Any]]]:
+    """Subject → predicate → objects for the given subjects (and the PropertyValue nodes they own)."""
+    index: dict[str, dict[str, list[Any]]] = {}
+    todo = list(subjects)
+    while todo:
+        s = todo.pop()
+        if s in index:
+            continue
+        preds: dict[str, list[Any]] = {}
+        for q in store.quads_for_pattern(ox.NamedNode(s), None, None, graph):
+            preds.setdefault(q.predicate.value, []).append(q.object)
+            o = q.object
+            if isinstance(o, ox.NamedNode) and o.value.startswith(s + "/"):
+                todo.append(o.value)
+        index[s] = preds
+    return index
