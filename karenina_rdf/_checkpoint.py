@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from . import _terms as t
 from ._errors import CheckpointError, Problem
@@ -42,6 +43,36 @@ def _k(local: str) -> str:
     return t.iri(KARENINA + local)
 
 
+class TripleSink:
+    """Where mapped triples go: kept in a list, or streamed as N-Triples to a file.
+
+    Streaming keeps a 100k-question import within its memory budget (docs/performance.md);
+    either way the sink hashes what it receives, so the same input gives the same hash.
+    """
+
+    def __init__(self, stream: IO[str] | None = None) -> None:
+        self.stream = stream
+        self.triples: list[t.Triple] = []
+        self.count = 0
+        self._hash = hashlib.sha256()
+
+    def append(self, triple: t.Triple) -> None:
+        line = f"{triple[0]} {triple[1]} {triple[2]} .\n"
+        self._hash.update(line.encode("utf-8", "surrogatepass"))
+        self.count += 1
+        if self.stream is None:
+            self.triples.append(triple)
+        else:
+            self.stream.write(line)
+
+    def extend(self, triples: Iterable[t.Triple]) -> None:
+        for triple in triples:
+            self.append(triple)
+
+    def content_hash(self) -> str:
+        return self._hash.hexdigest()[:16]
+
+
 @dataclass
 class MappedBenchmark:
     """A checkpoint mapped to triples, not yet stored."""
@@ -51,16 +82,16 @@ class MappedBenchmark:
     name: str
     version: str | None
     question_ids: list[str]
-    triples: list[t.Triple]
+    sink: TripleSink
     warnings: list[Problem] = field(default_factory=list)
     source: str | None = None
 
+    @property
+    def triples(self) -> list[t.Triple]:
+        return self.sink.triples
+
     def content_hash(self) -> str:
-        h = hashlib.sha256()
-        for triple in self.triples:
-            h.update(" ".join(triple).encode("utf-8", "surrogatepass"))
-            h.update(b"\n")
-        return h.hexdigest()[:16]
+        return self.sink.content_hash()
 
 
 def read_json(data: bytes, source: str) -> Any:
@@ -91,10 +122,10 @@ def read_file(path: str | Path) -> Any:
 
 
 class _Mapper:
-    def __init__(self, base_iri: str, source: str | None) -> None:
+    def __init__(self, base_iri: str, source: str | None, sink: TripleSink) -> None:
         self.base_iri = base_iri
         self.source = source
-        self.triples: list[t.Triple] = []
+        self.triples = sink
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
         self.qid: str | None = None
@@ -163,6 +194,9 @@ class _Mapper:
     def benchmark(self, doc: Any) -> MappedBenchmark:
         root = self.obj(doc, "", "the checkpoint root (a DataFeed)")
         if root is None:
+            raise CheckpointError(self.problems)
+        if "format_version" in root and "results" in root:
+            self.fail("", f"this is a Karenina verification results export (format_version {root['format_version']!r}), not a checkpoint")
             raise CheckpointError(self.problems)
         # Karenina's root model accepts `context`/`type`/`id` for `@context`/`@type`/`@id`.
         root = {("@" + k if k in ("context", "type", "id") and "@" + k not in doc else k): v for k, v in root.items()}
@@ -237,37 +271,42 @@ class _Mapper:
     def items(self, b: str, items: list[Any]) -> list[str]:
         seen: dict[str, int] = {}
         for i, node in enumerate(items):
-            ptr = f"/dataFeedElement/{i}"
-            self.qid = None
-            item = self.obj(node, ptr, "a dataFeedElement entry (DataFeedItem)", "DataFeedItem")
-            if item is None:
-                continue
-            question = self.obj(item.get("item"), f"{ptr}/item", "item (a Question)", "Question") if "item" in item else None
-            if "item" not in item:
-                self.fail(ptr, "missing required field 'item'")
-            text = question.get("text") if question else None
-            qid = self.text(item, "@id", ptr)
-            if qid is None:
-                qid = generate_question_id(text if isinstance(text, str) else "")
-            self.qid = qid
-            if qid in seen:
-                self.fail(f"{ptr}/@id", f"duplicate question id (first used at /dataFeedElement/{seen[qid]})")
-                continue
-            seen[qid] = i
-            I, Q = t.iri(item_iri(b, qid)), question_iri(b, qid)
-            self.add(t.iri(b), _s("dataFeedElement"), I)
-            self.add(I, _TYPE, _s("DataFeedItem"))
-            self.add(I, _k("position"), t.integer(i))
-            if "@id" not in item:
-                self.add(I, _k("derivedIdentifier"), t.boolean(True))
-            self.add(I, _s("item"), t.iri(Q))
-            self.literal(I, _s("dateCreated"), item, "dateCreated", ptr, required=True)
-            self.literal(I, _s("dateModified"), item, "dateModified", ptr, required=True)
-            legacy_keywords = self.keywords(item, ptr)
-            if question is not None:
-                self.question(b, Q, qid, question, f"{ptr}/item", legacy_keywords)
+            self.item(b, i, node, seen)
         self.qid = None
         return list(seen)
+
+    def item(self, b: str, i: int, node: Any, seen: dict[str, int]) -> None:
+        ptr = f"/dataFeedElement/{i}"
+        self.qid = None
+        item = self.obj(node, ptr, "a dataFeedElement entry (DataFeedItem)", "DataFeedItem")
+        if item is None:
+            return
+        question = None
+        if "item" in item:
+            question = self.obj(item["item"], f"{ptr}/item", "item (a Question)", "Question")
+        else:
+            self.fail(ptr, "missing required field 'item'")
+        text = question.get("text") if question else None
+        qid = self.text(item, "@id", ptr)
+        if qid is None:
+            qid = generate_question_id(text if isinstance(text, str) else "")
+        self.qid = qid
+        if qid in seen:
+            self.fail(f"{ptr}/@id", f"duplicate question id (first used at /dataFeedElement/{seen[qid]})")
+            return
+        seen[qid] = i
+        I, Q = t.iri(item_iri(b, qid)), question_iri(b, qid)
+        self.add(t.iri(b), _s("dataFeedElement"), I)
+        self.add(I, _TYPE, _s("DataFeedItem"))
+        self.add(I, _k("position"), t.integer(i))
+        if "@id" not in item:
+            self.add(I, _k("derivedIdentifier"), t.boolean(True))
+        self.add(I, _s("item"), t.iri(Q))
+        self.literal(I, _s("dateCreated"), item, "dateCreated", ptr, required=True)
+        self.literal(I, _s("dateModified"), item, "dateModified", ptr, required=True)
+        legacy_keywords = self.keywords(item, ptr)
+        if question is not None:
+            self.question(b, Q, qid, question, f"{ptr}/item", legacy_keywords)
 
     def keywords(self, node: dict[str, Any], ptr: str) -> list[str] | None:
         words = self.array(node, "keywords", ptr)
@@ -413,9 +452,23 @@ class _Mapper:
         self.add(S, _k("scenarioJson"), t.json_literal(s))
 
 
-def map_checkpoint(doc: Any, *, base_iri: str, source: str | None = None) -> MappedBenchmark:
-    """Check a parsed checkpoint against Karenina's load rules and map it to triples."""
-    return _Mapper(base_iri, source).benchmark(doc)
+def map_checkpoint(
+    doc: Any, *, base_iri: str, source: str | None = None, stream: IO[str] | None = None
+) -> MappedBenchmark:
+    """Check a parsed checkpoint against Karenina's load rules and map it to triples.
+
+    With ``stream`` the triples are written there as N-Triples instead of kept in memory.
+    """
+    return _Mapper(base_iri, source, TripleSink(stream)).benchmark(doc)
+
+
+def map_item(node: Any, *, bench_iri: str, position: int, base_iri: str) -> list[t.Triple]:
+    """Map one DataFeedItem (an authoring change) to triples, with the load rules of a file."""
+    mapper = _Mapper(base_iri, None, TripleSink())
+    mapper.item(bench_iri, position, node, {})
+    if mapper.problems:
+        raise CheckpointError(mapper.problems)
+    return mapper.triples.triples
 
 
 def _json_type(value: Any) -> str:

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+import json
+from collections.abc import Iterable
+from typing import IO, Any
+
+import pyoxigraph as ox
 
 from . import _terms as t
 from ._properties import Index, first, properties_json
@@ -54,7 +58,8 @@ def _with_id(index: Index, s: str, type_name: str) -> dict[str, Any]:
     return out
 
 
-def benchmark_json(index: Index, b: str) -> dict[str, Any]:
+def benchmark_json(index: Index, b: str, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """The root object; ``items`` defaults to the items found in ``index``."""
     out: dict[str, Any] = {"@context": CANONICAL_CONTEXT, "@type": "DataFeed"}
     if not _get(index, b, "derivedIdentifier", KARENINA):
         out["@id"] = _get(index, b, "identifier")
@@ -63,7 +68,7 @@ def benchmark_json(index: Index, b: str) -> dict[str, Any]:
     creators = index.get(b, {}).get(SCHEMA + "creator", [])
     if creators:
         c = creators[0]
-        if hasattr(c, "datatype"):
+        if isinstance(c, ox.Literal):
             out["creator"] = t.to_python(c)
         else:
             person: dict[str, Any] = {"@type": "Person"}
@@ -74,7 +79,8 @@ def benchmark_json(index: Index, b: str) -> dict[str, Any]:
         _put(out, key, _get(index, b, key))
     ratings = [rating_json(index, r) for r in _ordered(index, _objects(index, b, "contentRating"))]
     _put(out, "rating", _list(index, b, "rating", ratings))
-    items = [item_json(index, i) for i in _ordered(index, _objects(index, b, "dataFeedElement"))]
+    if items is None:
+        items = [item_json(index, i) for i in _ordered(index, _objects(index, b, "dataFeedElement"))]
     out["dataFeedElement"] = items
     scenarios = [_get(index, s, "scenarioJson", KARENINA) for s in _ordered(index, _objects(index, b, "hasPart"))]
     _put(out, "hasPart", _list(index, b, "hasPart", scenarios))
@@ -136,3 +142,22 @@ def rating_json(index: Index, r: str) -> dict[str, Any]:
     out["additionalType"] = "karenina:" + kind.removeprefix(KARENINA)
     _put(out, "additionalProperty", _list(index, r, "additionalProperty", properties_json(index, r, "trait") or []))
     return out
+
+
+_ITEMS_MARK = "\x00karenina-rdf-items\x00"
+
+
+def write_json(out: IO[str], header: dict[str, Any], items: Iterable[dict[str, Any]]) -> None:
+    """Write a checkpoint as Karenina's ``json.dump(indent=2, ensure_ascii=False)`` would,
+    with the items streamed one by one so a 100k-question export never holds them all."""
+    doc = dict(header)
+    doc["dataFeedElement"] = _ITEMS_MARK
+    before, after = json.dumps(doc, indent=2, ensure_ascii=False).split(json.dumps(_ITEMS_MARK), 1)
+    out.write(before)
+    first_item = True
+    for item in items:
+        text = json.dumps(item, indent=2, ensure_ascii=False).replace("\n", "\n    ")
+        out.write(("[\n    " if first_item else ",\n    ") + text)
+        first_item = False
+    out.write("[]" if first_item else "\n  ]")
+    out.write(after)

@@ -12,8 +12,6 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-import pyoxigraph as ox
-
 from . import _terms as t
 from ._ids import segment
 from ._vocab import (
@@ -147,21 +145,3 @@ def properties_json(index: Index, owner: str, owner_kind: str) -> list[dict[str,
             pv["value"] = json.dumps(value) if enc == "s" else value
         out.append(pv)
     return out
-
-
-def node_index(store: ox.Store, graph: ox.NamedNode, subjects: Sequence[str]) -> dict[str, dict[str, list[Any]]]:
-    """Subject → predicate → objects for the given subjects (and the PropertyValue nodes they own)."""
-    index: dict[str, dict[str, list[Any]]] = {}
-    todo = list(subjects)
-    while todo:
-        s = todo.pop()
-        if s in index:
-            continue
-        preds: dict[str, list[Any]] = {}
-        for q in store.quads_for_pattern(ox.NamedNode(s), None, None, graph):
-            preds.setdefault(q.predicate.value, []).append(q.object)
-            o = q.object
-            if isinstance(o, ox.NamedNode) and o.value.startswith(s + "/"):
-                todo.append(o.value)
-        index[s] = preds
-    return index

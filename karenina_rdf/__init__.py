@@ -1,0 +1,53 @@
+"""karenina-rdf: Karenina LLM benchmarks as schema.org triples in an RDF graph store."""
+
+from ._benchmark import Benchmark
+from ._checkpoint import map_checkpoint, read_file
+from ._errors import (
+    AmbiguousBenchmarkError,
+    BenchmarkNotFoundError,
+    CheckpointError,
+    DuplicateQuestionError,
+    InvalidValueError,
+    KareninaRDFError,
+    NotFoundError,
+    Problem,
+    QuestionNotFoundError,
+    StoreError,
+)
+from ._export import CANONICAL_CONTEXT
+from ._ids import generate_question_id, question_md5_id, template_id
+from ._question import Question
+from ._rubric import RubricTrait
+from ._store import BenchmarkSummary, ImportReport, ImportResult, Store
+from ._vocab import KARENINA, SCHEMA
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CANONICAL_CONTEXT",
+    "KARENINA",
+    "SCHEMA",
+    "AmbiguousBenchmarkError",
+    "Benchmark",
+    "BenchmarkNotFoundError",
+    "BenchmarkSummary",
+    "CheckpointError",
+    "DuplicateQuestionError",
+    "ImportReport",
+    "ImportResult",
+    "InvalidValueError",
+    "KareninaRDFError",
+    "NotFoundError",
+    "Problem",
+    "Question",
+    "QuestionNotFoundError",
+    "RubricTrait",
+    "Store",
+    "StoreError",
+    "__version__",
+    "generate_question_id",
+    "map_checkpoint",
+    "question_md5_id",
+    "read_file",
+    "template_id",
+]

@@ -1,0 +1,102 @@
+"""Reading and rewriting the nodes of one benchmark graph.
+
+A benchmark's nodes form a tree of minted IRIs (docs/data-model.md): every child IRI starts
+with its owner's IRI and ``/``. Reads walk that tree with pattern lookups instead of SPARQL,
+and writes replace a subtree by a diff applied in one SPARQL update, so a change is atomic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pyoxigraph as ox
+
+from . import _terms as t
+from ._vocab import KARENINA, SCHEMA
+
+Index = dict[str, dict[str, list[Any]]]
+QuadTerms = tuple[ox.NamedNode, ox.NamedNode, Any]
+
+DATA_FEED_ELEMENT = SCHEMA + "dataFeedElement"
+
+
+def node_index(
+    store: ox.Store,
+    graph: ox.NamedNode,
+    roots: Sequence[str],
+    skip: Sequence[str] = (),
+) -> Index:
+    """Subject → predicate → objects for ``roots`` and every node they own.
+
+    ``skip`` lists IRI prefixes not to descend into (the benchmark header skips its items).
+    """
+    index: Index = {}
+    todo = list(roots)
+    while todo:
+        s = todo.pop()
+        if s in index:
+            continue
+        preds: dict[str, list[Any]] = {}
+        for q in store.quads_for_pattern(ox.NamedNode(s), None, None, graph):
+            preds.setdefault(q.predicate.value, []).append(q.object)
+            o = q.object
+            if (
+                isinstance(o, ox.NamedNode)
+                and o.value.startswith(s + "/")
+                and not any(o.value.startswith(p) for p in skip)
+            ):
+                todo.append(o.value)
+        index[s] = preds
+    return index
+
+
+def index_triples(index: Index, skip_predicates: Iterable[str] = ()) -> set[QuadTerms]:
+    skipped = set(skip_predicates)
+    return {
+        (ox.NamedNode(s), ox.NamedNode(p), o)
+        for s, preds in index.items()
+        for p, objects in preds.items()
+        if p not in skipped
+        for o in objects
+    }
+
+
+def parse_triples(triples: Iterable[t.Triple], skip_predicates: Iterable[str] = ()) -> set[QuadTerms]:
+    skipped = {t.iri(p) for p in skip_predicates}
+    return {
+        (ox.NamedNode(s[1:-1]), ox.NamedNode(p[1:-1]), t.to_term(o))
+        for s, p, o in triples
+        if p not in skipped
+    }
+
+
+def diff_update(graph: ox.NamedNode, old: set[QuadTerms], new: set[QuadTerms]) -> str | None:
+    """One SPARQL update turning ``old`` into ``new`` in ``graph`` (None when they are equal)."""
+    removed, added = old - new, new - old
+    if not removed and not added:
+        return None
+    parts = []
+    if removed:
+        body = "\n".join(f"{s} {p} {o} ." for s, p, o in removed)
+        parts.append(f"DELETE DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
+    if added:
+        body = "\n".join(f"{s} {p} {o} ." for s, p, o in added)
+        parts.append(f"INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
+    return " ;\n".join(parts)
+
+
+def ordered_items(store: ox.Store, graph: ox.NamedNode, bench: str) -> list[str]:
+    """The benchmark's DataFeedItem IRIs in checkpoint order."""
+    rows = store.query(
+        f"SELECT ?i ?pos WHERE {{ <{bench}> <{DATA_FEED_ELEMENT}> ?i . "
+        f"OPTIONAL {{ ?i <{KARENINA}position> ?pos }} }}",
+        default_graph=graph,
+    )
+    pairs = [(int(r["pos"].value) if r["pos"] is not None else 0, r["i"].value) for r in rows]
+    pairs.sort()
+    return [i for _, i in pairs]
+
+
+def question_of(index: Index, item: str) -> str:
+    return str(index[item][SCHEMA + "item"][0].value)

@@ -1,0 +1,415 @@
+"""The store: benchmarks as named graphs in pyoxigraph, with a catalog graph naming the live ones.
+
+Each import loads a benchmark into a fresh graph ``{benchmark}/graph/{content hash}`` and then
+points the catalog at it in one small SPARQL update, so a reader sees the old benchmark or the
+new one, never half of either (pyoxigraph's bulk loader is fast but not atomic). Graphs the
+catalog does not name are leftovers of an interrupted import or delete, removed on open.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import tempfile
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+import pyoxigraph as ox
+from pydantic import BaseModel, ConfigDict
+
+from ._checkpoint import MappedBenchmark, map_checkpoint, read_file
+from ._errors import (
+    AmbiguousBenchmarkError,
+    BenchmarkNotFoundError,
+    CheckpointError,
+    Problem,
+    StoreError,
+)
+from ._export import benchmark_json, item_json, write_json
+from ._graph import DATA_FEED_ELEMENT, node_index, ordered_items
+from ._ids import graph_iri
+from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, PREFIXES, SCHEMA
+
+STORE_ENV = "KARENINA_RDF_STORE"
+BASE_IRI_ENV = "KARENINA_RDF_BASE_IRI"
+DEFAULT_STORE_PATH = ".karenina-rdf"
+# Below this many triples the transactional loader is used: one atomic write, no SST files.
+_SMALL = 50_000
+_DELETE_BATCH = 20_000
+_GRAPH = KARENINA + "graph"
+_HASH = KARENINA + "contentHash"
+_SOURCE = KARENINA + "importedFrom"
+_IMPORTED = KARENINA + "importedAt"
+
+
+class ImportResult(BaseModel):
+    """What one import did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    benchmark_id: str
+    iri: str
+    name: str
+    version: str | None
+    questions: int
+    triples: int
+    status: str  # "imported", "replaced" or "unchanged"
+    source: str | None = None
+    warnings: tuple[str, ...] = ()
+
+
+class BenchmarkSummary(BaseModel):
+    """One line of ``Store.benchmarks()``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    benchmark_id: str
+    iri: str
+    name: str
+    version: str | None
+    questions: int
+    traits: int
+    graph: str
+    source: str | None = None
+    imported_at: str | None = None
+
+
+class ImportReport(BaseModel):
+    """The outcome of importing several files: what was stored and what was refused."""
+
+    imported: list[ImportResult] = []
+    errors: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def default_store_path() -> Path:
+    return Path(os.environ.get(STORE_ENV) or DEFAULT_STORE_PATH)
+
+
+def default_base_iri() -> str:
+    base = os.environ.get(BASE_IRI_ENV) or DEFAULT_BASE_IRI
+    return base if base.endswith(("/", "#")) else base + "/"
+
+
+def checkpoint_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Files named, and ``*.jsonld``/``*.json`` files found under folders named, in sorted order."""
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            yield from sorted(f for f in p.rglob("*") if f.suffix in (".jsonld", ".json") and f.is_file())
+        else:
+            yield p
+
+
+class Store:
+    """A karenina-rdf store: on disk at ``path`` (created if missing), or in memory when ``path`` is None."""
+
+    def __init__(self, path: str | Path | None = None, *, base_iri: str | None = None) -> None:
+        self.path = Path(path) if path is not None else None
+        self.base_iri = base_iri or default_base_iri()
+        try:
+            if self.path is None:
+                self._ox = ox.Store()
+            else:
+                self.path.mkdir(parents=True, exist_ok=True)
+                self._ox = ox.Store(str(self.path))
+        except OSError as exc:
+            raise StoreError(f"cannot open store at {self.path}: {exc}") from None
+        self._remove_orphans()
+
+    @classmethod
+    def memory(cls, *, base_iri: str | None = None) -> Store:
+        return cls(None, base_iri=base_iri)
+
+    @property
+    def ox(self) -> ox.Store:
+        """The underlying pyoxigraph store (for tools that need it directly)."""
+        return self._ox
+
+    def close(self) -> None:
+        if self.path is not None:
+            self._ox.flush()
+        del self._ox
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- catalog ---------------------------------------------------------------------------
+    def _live(self) -> dict[str, ox.NamedNode]:
+        return {
+            q.subject.value: q.object
+            for q in self._ox.quads_for_pattern(None, ox.NamedNode(_GRAPH), None, CATALOG_GRAPH)
+        }
+
+    def graphs(self) -> list[ox.NamedNode]:
+        """The named graphs holding live benchmarks."""
+        return list(self._live().values())
+
+    def graph_of(self, ref: str) -> tuple[str, ox.NamedNode]:
+        iri = self.resolve(ref)
+        return iri, self._live()[iri]
+
+    def _catalog_value(self, bench: str, pred: str) -> str | None:
+        for q in self._ox.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(pred), None, CATALOG_GRAPH):
+            return str(q.object.value)
+        return None
+
+    def _remove_orphans(self) -> None:
+        live = set(self._live().values())
+        for g in list(self._ox.named_graphs()):
+            if g != CATALOG_GRAPH and g not in live:
+                self._drop_graph(g)
+
+    def _drop_graph(self, graph: ox.NamedNode) -> None:
+        # Removing quads is slow in pyoxigraph; batches keep each transaction small
+        # (docs/performance.md). Callers unlink the graph from the catalog first.
+        quads = self._ox.quads_for_pattern(None, None, None, graph)
+        while True:
+            batch = [q for _, q in zip(range(_DELETE_BATCH), quads, strict=False)]
+            if not batch:
+                break
+            body = "\n".join(f"{q.subject} {q.predicate} {q.object} ." for q in batch)
+            self._ox.update(f"DELETE DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
+        self._ox.remove_graph(graph)
+
+    def mark_edited(self, bench: str) -> None:
+        """Forget the content hash of a benchmark changed in place (re-import then replaces it)."""
+        self._ox.update(
+            f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> <{_HASH}> ?h }} }}"
+        )
+
+    # -- lookups ---------------------------------------------------------------------------
+    def benchmarks(self) -> list[BenchmarkSummary]:
+        out = []
+        for bench, graph in self._live().items():
+            out.append(self._summary(bench, graph))
+        return sorted(out, key=lambda s: (s.name.lower(), s.version or "", s.benchmark_id))
+
+    def _summary(self, bench: str, graph: ox.NamedNode) -> BenchmarkSummary:
+        b = ox.NamedNode(bench)
+
+        def one(pred: str) -> str | None:
+            for q in self._ox.quads_for_pattern(b, ox.NamedNode(pred), None, graph):
+                return str(q.object.value)
+            return None
+
+        traits = self._ox.query(
+            f"SELECT (COUNT(*) AS ?n) WHERE {{ ?o <{SCHEMA}contentRating> ?r }}", default_graph=graph
+        )
+        n_traits = int(next(iter(traits))["n"].value)
+        n_questions = sum(1 for _ in self._ox.quads_for_pattern(b, ox.NamedNode(DATA_FEED_ELEMENT), None, graph))
+        return BenchmarkSummary(
+            benchmark_id=one(SCHEMA + "identifier") or bench,
+            iri=bench,
+            name=one(SCHEMA + "name") or "",
+            version=one(SCHEMA + "version"),
+            questions=n_questions,
+            traits=n_traits,
+            graph=graph.value,
+            source=self._catalog_value(bench, _SOURCE),
+            imported_at=self._catalog_value(bench, _IMPORTED),
+        )
+
+    def summary(self, ref: str) -> BenchmarkSummary:
+        bench, graph = self.graph_of(ref)
+        return self._summary(bench, graph)
+
+    def resolve(self, ref: str) -> str:
+        """The stored IRI of the benchmark that ``ref`` names: its id, its IRI or its name."""
+        live = self._live()
+        if ref in live:
+            return ref
+        by_id, by_name = [], []
+        for bench, graph in live.items():
+            b = ox.NamedNode(bench)
+            for q in self._ox.quads_for_pattern(b, None, None, graph):
+                p = q.predicate.value
+                if p == SCHEMA + "identifier" and q.object.value == ref:
+                    by_id.append(bench)
+                elif p == SCHEMA + "name" and q.object.value == ref:
+                    by_name.append(bench)
+        if by_id:
+            return by_id[0]
+        if len(by_name) == 1:
+            return by_name[0]
+        if by_name:
+            ids = ", ".join(sorted(self._summary(b, live[b]).benchmark_id for b in by_name))
+            raise AmbiguousBenchmarkError(
+                f"{len(by_name)} benchmarks are named {ref!r}; name one by id: {ids}"
+            )
+        known = ", ".join(sorted(repr(s.name) for s in self.benchmarks())) or "none"
+        raise BenchmarkNotFoundError(f"no benchmark with id, IRI or name {ref!r} (stored: {known})")
+
+    def __contains__(self, ref: object) -> bool:
+        if not isinstance(ref, str):
+            return False
+        try:
+            self.resolve(ref)
+        except (BenchmarkNotFoundError, AmbiguousBenchmarkError):
+            return False
+        return True
+
+    # -- import ----------------------------------------------------------------------------
+    def import_checkpoint(self, source: str | Path | dict[str, Any], *, name: str | None = None) -> ImportResult:
+        """Import one checkpoint (a file or a parsed document); atomic: on error nothing changes.
+
+        Importing a benchmark already stored (same id) replaces it; the same content is a no-op.
+        """
+        if isinstance(source, dict):
+            doc, label = source, name
+        else:
+            doc, label = read_file(source), name or str(source)
+        tmpdir = str(self.path) if self.path is not None else None
+        with tempfile.NamedTemporaryFile(
+            "w", encoding="utf-8", suffix=".nt", prefix=".import-", dir=tmpdir, delete=False
+        ) as fh:
+            tmp = fh.name
+            try:
+                mapped = map_checkpoint(doc, base_iri=self.base_iri, source=label, stream=fh)
+            except BaseException:
+                fh.close()
+                os.unlink(tmp)
+                raise
+        del doc  # the parsed JSON is the largest object of a big import; free it before loading
+        try:
+            return self._store_mapped(mapped, tmp)
+        finally:
+            os.unlink(tmp)
+
+    def _store_mapped(self, mapped: MappedBenchmark, nt_path: str) -> ImportResult:
+        bench = mapped.iri
+        old_graph = self._live().get(bench)
+        digest = mapped.content_hash()
+        result = dict(
+            benchmark_id=mapped.benchmark_id,
+            iri=bench,
+            name=mapped.name,
+            version=mapped.version,
+            questions=len(mapped.question_ids),
+            triples=mapped.sink.count,
+            source=mapped.source,
+            warnings=tuple(str(w) for w in mapped.warnings),
+        )
+        if old_graph is not None and self._catalog_value(bench, _HASH) == digest:
+            return ImportResult(status="unchanged", **result)  # type: ignore[arg-type]
+        graph = ox.NamedNode(graph_iri(bench, digest))
+        if graph == old_graph:
+            # Same content but edited in place since: give the reload a graph of its own.
+            graph = ox.NamedNode(graph.value + "-" + dt.datetime.now().strftime("%Y%m%d%H%M%S%f"))
+        if self._ox.contains_named_graph(graph):
+            self._drop_graph(graph)
+        try:
+            if mapped.sink.count < _SMALL:
+                self._ox.load(path=nt_path, format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+            else:
+                self._ox.bulk_load(path=nt_path, format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+        except (OSError, SyntaxError, ValueError) as exc:
+            if self._ox.contains_named_graph(graph):
+                self._drop_graph(graph)
+            raise StoreError(f"loading {mapped.source or bench} failed, store unchanged: {exc}") from None
+        self._point_catalog(bench, graph, digest, mapped.source)
+        if old_graph is not None:
+            self._drop_graph(old_graph)
+        return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
+
+    def _point_catalog(self, bench: str, graph: ox.NamedNode, digest: str | None, source: str | None) -> None:
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        facts = [f"<{bench}> <{_GRAPH}> {graph}", f'<{bench}> <{_IMPORTED}> {json.dumps(now)}']
+        if digest is not None:
+            facts.append(f"<{bench}> <{_HASH}> {json.dumps(digest)}")
+        if source is not None:
+            facts.append(f"<{bench}> <{_SOURCE}> {json.dumps(source, ensure_ascii=False)}")
+        self._ox.update(
+            f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> ?p ?o }} }} ;\n"
+            f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {' . '.join(facts)} }} }}"
+        )
+
+    def import_paths(self, paths: Iterable[str | Path]) -> ImportReport:
+        """Import every checkpoint found; a bad file is reported and the others still imported."""
+        report = ImportReport()
+        files = list(checkpoint_files(paths))
+        for f in files:
+            if not f.exists():
+                report.errors.append(str(Problem("no such file or folder", str(f))))
+                continue
+            try:
+                report.imported.append(self.import_checkpoint(f))
+            except CheckpointError as exc:
+                report.errors.extend(str(p) for p in exc.problems)
+            except StoreError as exc:
+                report.errors.append(str(exc))
+        return report
+
+    def create_empty(self, doc: dict[str, Any]) -> str:
+        """Store a new benchmark from a header-only document; returns its IRI."""
+        return self.import_checkpoint(doc).iri
+
+    # -- export / delete -------------------------------------------------------------------
+    def export_checkpoint(self, ref: str) -> dict[str, Any]:
+        """The benchmark as a Karenina checkpoint document (canonical form)."""
+        bench, graph = self.graph_of(ref)
+        header = self._header_index(bench, graph)
+        return benchmark_json(header, bench, list(self._items_json(bench, graph)))
+
+    def save(self, ref: str, path: str | Path | IO[str]) -> None:
+        """Write the benchmark as a checkpoint file, streaming item by item."""
+        bench, graph = self.graph_of(ref)
+        header = benchmark_json(self._header_index(bench, graph), bench, [])
+        if not isinstance(path, (str, Path)):
+            write_json(path, header, self._items_json(bench, graph))
+            return
+        target = Path(path)
+        tmp = target.with_name(f".{target.name}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            write_json(fh, header, self._items_json(bench, graph))
+        os.replace(tmp, target)  # never leave a half-written checkpoint behind
+
+    def _header_index(self, bench: str, graph: ox.NamedNode) -> dict[str, dict[str, list[Any]]]:
+        return node_index(self._ox, graph, [bench], skip=(f"{bench}/items/", f"{bench}/questions/"))
+
+    def _items_json(self, bench: str, graph: ox.NamedNode) -> Iterator[dict[str, Any]]:
+        for item in ordered_items(self._ox, graph, bench):
+            index = node_index(self._ox, graph, [item, _question_of(self._ox, graph, item)])
+            yield item_json(index, item)
+
+    def delete(self, ref: str) -> BenchmarkSummary:
+        bench, graph = self.graph_of(ref)
+        summary = self._summary(bench, graph)
+        self._ox.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> ?p ?o }} }}")
+        self._drop_graph(graph)
+        return summary
+
+    # -- SPARQL ----------------------------------------------------------------------------
+    def query(self, sparql: str, *, benchmarks: Iterable[str] | None = None, **kwargs: Any) -> Any:
+        """Run a SPARQL query over the live benchmarks (their union is the default graph).
+
+        The ``schema:``, ``karenina:``, ``rdf:`` and ``xsd:`` prefixes are predeclared. Returns
+        pyoxigraph's ``QuerySolutions``, ``QueryBoolean`` or ``QueryTriples``.
+        """
+        live = self._live()
+        graphs = [live[self.resolve(b)] for b in benchmarks] if benchmarks is not None else list(live.values())
+        graphs.append(CATALOG_GRAPH)
+        return self._ox.query(
+            sparql,
+            prefixes=dict(PREFIXES),
+            default_graph=graphs,
+            named_graphs=graphs,
+            **kwargs,
+        )
+
+    def update_graph(self, sparql_update: str) -> None:
+        self._ox.update(sparql_update)
+
+
+def _question_of(store: ox.Store, graph: ox.NamedNode, item: str) -> str:
+    for q in store.quads_for_pattern(ox.NamedNode(item), ox.NamedNode(SCHEMA + "item"), None, graph):
+        return str(q.object.value)
+    raise StoreError(f"item {item} has no question")
