@@ -1,0 +1,268 @@
+"""The ``karenina-rdf`` command line (typer + rich).
+
+Every error a user can cause ends as one readable line per problem on stderr and a non-zero
+exit code, never a traceback: 1 for bad input or a failed lookup, 2 for usage errors.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any, TypeVar
+
+import pyoxigraph as ox
+import typer
+from rich.console import Console
+from rich.markup import escape
+from rich.syntax import Syntax
+from rich.table import Table
+
+from ._benchmark import Benchmark
+from ._errors import CheckpointError, KareninaRDFError
+from ._store import BASE_IRI_ENV, STORE_ENV, Store, default_store_path
+
+app = typer.Typer(
+    name="karenina-rdf",
+    help="Karenina LLM benchmarks as schema.org triples in an RDF graph store.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+out = Console(soft_wrap=True)
+err = Console(stderr=True, soft_wrap=True)
+T = TypeVar("T")
+
+StoreOpt = Annotated[
+    str | None,
+    typer.Option("--store", "-s", envvar=STORE_ENV, help="Store folder (':memory:' for a throwaway store).", show_default=".karenina-rdf"),
+]
+BaseOpt = Annotated[
+    str | None,
+    typer.Option("--base-iri", envvar=BASE_IRI_ENV, help="Base IRI for minted node IRIs.", show_default="http://127.0.0.1:8000/"),
+]
+
+
+def _open(store: str | None, base_iri: str | None) -> Store:
+    if store == ":memory:":
+        return Store(None, base_iri=base_iri)
+    return Store(Path(store) if store else default_store_path(), base_iri=base_iri)
+
+
+def _fail(lines: list[str]) -> typer.Exit:
+    for line in lines:
+        err.print(f"[red]error:[/red] {escape(line)}")
+    return typer.Exit(1)
+
+
+@contextmanager
+def _errors() -> Iterator[None]:
+    try:
+        yield
+    except CheckpointError as exc:
+        raise _fail([str(p) for p in exc.problems]) from None
+    except (KareninaRDFError, SyntaxError, OSError) as exc:
+        raise _fail([str(exc)]) from None
+
+
+def _run(store: str | None, base_iri: str | None, action: Callable[[Store], T]) -> T:
+    with _errors():
+        s = _open(store, base_iri)
+        try:
+            return action(s)
+        finally:
+            s.close()
+
+
+@app.command("import")
+def import_(
+    paths: Annotated[list[Path], typer.Argument(help="Checkpoint files or folders of them.")],
+    store: StoreOpt = None,
+    base_iri: BaseOpt = None,
+) -> None:
+    """Import checkpoints into the store; a benchmark already stored is replaced."""
+
+    def act(s: Store) -> int:
+        report = s.import_paths(paths)
+        for r in report.imported:
+            out.print(
+                f"[green]{r.status}[/green] {escape(r.name)} {escape(r.version or '')} "
+                f"({r.questions} questions, {r.triples} triples) from {escape(r.source or '?')}"
+            )
+            for w in r.warnings:
+                err.print(f"[yellow]warning:[/yellow] {escape(w)}")
+        for line in report.errors:
+            err.print(f"[red]error:[/red] {escape(line)}")
+        return 0 if report.ok else 1
+
+    code = _run(store, base_iri, act)
+    raise typer.Exit(code)
+
+
+@app.command("list")
+def list_(store: StoreOpt = None, base_iri: BaseOpt = None) -> None:
+    """List the stored benchmarks: name, version, number of questions and traits, id."""
+
+    def act(s: Store) -> None:
+        table = Table("name", "version", "questions", "traits", "id")
+        for b in s.benchmarks():
+            table.add_row(escape(b.name), escape(b.version or ""), str(b.questions), str(b.traits), escape(b.benchmark_id))
+        out.print(table)
+
+    _run(store, base_iri, act)
+
+
+@app.command()
+def show(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark id, IRI or unambiguous name.")],
+    question: Annotated[str | None, typer.Argument(help="A question id in that benchmark.")] = None,
+    store: StoreOpt = None,
+    base_iri: BaseOpt = None,
+) -> None:
+    """Show a benchmark (its rubric and questions), or one question in full."""
+
+    def act(s: Store) -> None:
+        b = Benchmark(s, benchmark)
+        if question is not None:
+            _show_question(b, question)
+        else:
+            _show_benchmark(b)
+
+    _run(store, base_iri, act)
+
+
+def _show_benchmark(b: Benchmark) -> None:
+    out.print(f"[bold]{escape(b.name)}[/bold] {escape(b.version)}")
+    for label, value in (("id", b.id), ("IRI", b.iri), ("description", b.description), ("creator", b.creator),
+                         ("created", b.created_at), ("modified", b.modified_at)):
+        out.print(f"  {label}: {escape(str(value))}")
+    props = b.get_all_custom_properties()
+    if props:
+        out.print("  properties: " + escape(json.dumps(props, ensure_ascii=False)))
+    _show_traits("global rubric", b.get_global_rubric() or [])
+    table = Table("#", "id", "question", "finished", "template", "keywords")
+    for n, q in enumerate(b, 1):
+        text = q.question if len(q.question) <= 70 else q.question[:67] + "..."
+        table.add_row(str(n), escape(q.id or ""), escape(text), "yes" if q.finished else "no",
+                      "yes" if q.has_template else "no", escape(", ".join(q.keywords or [])))
+    out.print(table)
+
+
+def _show_traits(title: str, traits: list[Any]) -> None:
+    if not traits:
+        return
+    table = Table("trait", "type", "kind", "description", title=title, title_justify="left")
+    for t in traits:
+        table.add_row(escape(t.name), t.trait_type, t.kind, escape(t.description or ""))
+    out.print(table)
+
+
+def _show_question(b: Benchmark, question_id: str) -> None:
+    q = b.get_question(question_id)
+    out.print(f"[bold]{escape(q.question)}[/bold]")
+    fields = {
+        "id": q.id, "IRI": q.iri, "MD5 id": q.md5_id, "answer": q.raw_answer, "finished": q.finished,
+        "created": q.date_created, "modified": q.date_modified, "keywords": q.keywords, "author": q.author,
+        "sources": q.sources, "custom metadata": q.custom_metadata, "few-shot examples": q.few_shot_examples,
+        "answer notes": q.answer_notes, "workspace path": q.workspace_path, "template id": q.template_id,
+    }
+    for label, value in fields.items():
+        if value is not None:
+            shown = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+            out.print(f"  {label}: {escape(str(shown))}")
+    if q.has_template:
+        out.print(Syntax(q.answer_template or "", "python", line_numbers=False))
+    else:
+        out.print("  template: none (Karenina's default template)")
+    _show_traits("question rubric", q.question_rubric or [])
+
+
+@app.command()
+def query(
+    sparql: Annotated[str | None, typer.Argument(help="The SPARQL query (or use --file).")] = None,
+    file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the query from a file.")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, json, csv or tsv.")] = "table",
+    store: StoreOpt = None,
+    base_iri: BaseOpt = None,
+) -> None:
+    """Run a SPARQL query over every stored benchmark (schema:, karenina:, rdf:, xsd: predeclared)."""
+    if fmt not in ("table", "json", "csv", "tsv"):
+        err.print(f"[red]error:[/red] unknown --format {fmt!r} (table, json, csv or tsv)")
+        raise typer.Exit(2)
+    if (sparql is None) == (file is None):
+        err.print("[red]error:[/red] give the query as an argument or with --file, not both")
+        raise typer.Exit(2)
+    with _errors():
+        text = sparql if sparql is not None else Path(file or "").read_text(encoding="utf-8")
+    _run(store, base_iri, lambda s: _print_results(s.query(text), fmt))
+
+
+def _print_results(results: Any, fmt: str) -> None:
+    if isinstance(results, ox.QueryTriples):
+        rdf_fmt = ox.RdfFormat.N_TRIPLES if fmt != "table" else ox.RdfFormat.TURTLE
+        sys.stdout.write(ox.serialize(results, format=rdf_fmt).decode("utf-8"))
+        return
+    if fmt != "table":
+        f = {"json": ox.QueryResultsFormat.JSON, "csv": ox.QueryResultsFormat.CSV, "tsv": ox.QueryResultsFormat.TSV}[fmt]
+        sys.stdout.write(results.serialize(format=f).decode("utf-8"))
+        if fmt == "json":
+            sys.stdout.write("\n")
+        return
+    if isinstance(results, ox.QueryBoolean):
+        out.print("true" if bool(results) else "false")
+        return
+    names = [v.value for v in results.variables]
+    table = Table(*names)
+    n = 0
+    for row in results:
+        table.add_row(*(escape(_cell(row[v])) for v in names))
+        n += 1
+    out.print(table)
+    err.print(f"{n} row{'s' if n != 1 else ''}")
+
+
+def _cell(term: Any) -> str:
+    if term is None:
+        return ""
+    return str(term.value)
+
+
+@app.command()
+def export(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark id, IRI or unambiguous name.")],
+    output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    store: StoreOpt = None,
+    base_iri: BaseOpt = None,
+) -> None:
+    """Export a benchmark as a Karenina checkpoint (canonical JSON-LD that Karenina loads)."""
+
+    def act(s: Store) -> None:
+        if output is None:
+            s.save(benchmark, sys.stdout)
+            sys.stdout.write("\n")
+        else:
+            s.save(benchmark, output)
+            err.print(f"wrote {escape(str(output))}")
+
+    _run(store, base_iri, act)
+
+
+@app.command()
+def delete(
+    benchmark: Annotated[str, typer.Argument(help="Benchmark id, IRI or unambiguous name.")],
+    store: StoreOpt = None,
+    base_iri: BaseOpt = None,
+) -> None:
+    """Delete a benchmark from the store."""
+
+    def act(s: Store) -> None:
+        gone = s.delete(benchmark)
+        out.print(f"deleted {escape(gone.name)} {escape(gone.version or '')} ({gone.questions} questions)")
+
+    _run(store, base_iri, act)
+
+
+def main() -> None:
+    app()

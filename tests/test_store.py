@@ -1,0 +1,198 @@
+"""The store: importing the corpus, identity, atomicity, replacement, deletion, persistence, SPARQL."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pyoxigraph as ox
+import pytest
+
+from karenina_rdf import (
+    AmbiguousBenchmarkError,
+    BenchmarkNotFoundError,
+    CheckpointError,
+    Store,
+)
+
+from .conftest import CORPUS, EXAMPLES, NOT_CHECKPOINTS, corpus_params, load_json, needs_corpus
+
+
+def _all_quads(store: Store) -> set[ox.Quad]:
+    return set(store.ox.quads_for_pattern(None, None, None, None))
+
+
+@pytest.mark.parametrize("path", corpus_params())
+def test_every_corpus_file(store: Store, path: Path) -> None:
+    if path.name in NOT_CHECKPOINTS:
+        with pytest.raises(CheckpointError) as info:
+            store.import_checkpoint(path)
+        assert NOT_CHECKPOINTS[path.name] in str(info.value)
+        assert str(path) in str(info.value)
+        assert _all_quads(store) == set()
+        return
+    result = store.import_checkpoint(path)
+    doc = load_json(path)
+    assert result.status == "imported"
+    assert result.questions == len(doc["dataFeedElement"])
+    assert [b.iri for b in store.benchmarks()] == [result.iri]
+    # No blank nodes anywhere in the store.
+    assert not any(isinstance(t, ox.BlankNode) for q in _all_quads(store) for t in (q.subject, q.object))
+
+
+@needs_corpus
+def test_same_file_same_triples() -> None:
+    path = CORPUS / "generated__all_features.jsonld"
+    a, b = Store.memory(), Store.memory()
+    a.import_checkpoint(path)
+    b.import_checkpoint(path)
+    assert _all_quads(a) - {q for q in _all_quads(a) if q.predicate.value.endswith("importedAt")} == (
+        _all_quads(b) - {q for q in _all_quads(b) if q.predicate.value.endswith("importedAt")}
+    )
+
+
+def test_reimport_replaces_and_same_content_is_unchanged(store: Store) -> None:
+    path = EXAMPLES / "pharmacology.jsonld"
+    first = store.import_checkpoint(path)
+    assert store.import_checkpoint(path).status == "unchanged"
+    doc = load_json(path)
+    doc["dataFeedElement"] = doc["dataFeedElement"][:2]
+    again = store.import_checkpoint(doc)
+    assert (again.status, again.iri, again.questions) == ("replaced", first.iri, 2)
+    assert len(store.benchmarks()) == 1
+    assert store.benchmarks()[0].questions == 2
+    # The replaced generation's graph is gone.
+    assert len([g for g in store.ox.named_graphs()]) == 2  # the live graph and the catalog
+
+
+def test_same_name_different_benchmarks_do_not_collide(store: Store) -> None:
+    doc = load_json(EXAMPLES / "pharmacology.jsonld")
+    other = dict(doc, **{"@id": "urn:example:other-pharmacology"})
+    a = store.import_checkpoint(doc)
+    b = store.import_checkpoint(other)
+    assert a.iri != b.iri
+    assert [s.questions for s in store.benchmarks()] == [4, 4]
+    with pytest.raises(AmbiguousBenchmarkError, match="urn:example:other-pharmacology"):
+        store.resolve("Pharmacology examples")
+    assert store.resolve("urn:example:other-pharmacology") == b.iri
+    assert store.resolve(a.iri) == a.iri
+
+
+def test_benchmark_without_id_is_identified_by_name_and_version(store: Store) -> None:
+    doc = load_json(EXAMPLES / "pharmacology.jsonld")
+    del doc["@id"]
+    r = store.import_checkpoint(doc)
+    assert r.benchmark_id == "urn:karenina-rdf:benchmark:Pharmacology%20examples:1.0.0"
+    assert "@id" not in store.export_checkpoint(r.iri)
+    assert store.import_checkpoint(dict(doc, version="2.0.0")).iri != r.iri
+
+
+def test_resolve_unknown_names_what_is_stored(store: Store) -> None:
+    store.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
+    with pytest.raises(BenchmarkNotFoundError, match="'Pharmacology examples'"):
+        store.resolve("nope")
+
+
+def test_failed_import_leaves_store_exactly_as_before(store: Store) -> None:
+    good = load_json(EXAMPLES / "pharmacology.jsonld")
+    store.import_checkpoint(good)
+    before = _all_quads(store)
+    bad = json.loads(json.dumps(good))
+    bad["dataFeedElement"][3]["item"]["rating"] = [{"@type": "Rating", "name": "x", "bestRating": 1, "worstRating": 5,
+                                                  "additionalType": "karenina:QuestionSpecificRubricTrait",
+                                                  "additionalProperty": [{"@type": "PropertyValue", "name": "min_score", "value": 5},
+                                                                         {"@type": "PropertyValue", "name": "max_score", "value": 1}]}]
+    with pytest.raises(CheckpointError, match="min_score 5 >= max_score 1"):
+        store.import_checkpoint(bad)
+    assert _all_quads(store) == before
+
+
+def test_import_folder_with_one_bad_file(store: Store, tmp_path: Path) -> None:
+    for p in EXAMPLES.glob("*.jsonld"):
+        (tmp_path / p.name).write_bytes(p.read_bytes())
+    (tmp_path / "broken.jsonld").write_text('{"@context": {}, "@type": "DataFeed", "name": "x"', encoding="utf-8")
+    report = store.import_paths([tmp_path])
+    assert len(report.imported) == 3
+    assert len(report.errors) == 1 and "broken.jsonld:1" in report.errors[0]
+    assert len(store.benchmarks()) == 3
+
+
+def test_delete(store: Store) -> None:
+    r = store.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
+    store.import_checkpoint(EXAMPLES / "molecular-biology.jsonld")
+    store.delete("Pharmacology examples")
+    assert [b.name for b in store.benchmarks()] == ["Molecular biology examples"]
+    assert not any(q.subject.value.startswith(r.iri) for q in _all_quads(store))
+    with pytest.raises(BenchmarkNotFoundError):
+        store.delete(r.iri)
+
+
+def test_on_disk_store_persists_and_cleans_orphans(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with Store(path) as s:
+        r = s.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
+        # What an import killed between bulk load and catalog update leaves behind.
+        s.ox.add(ox.Quad(ox.NamedNode(r.iri), ox.NamedNode("urn:x"), ox.Literal("stray"), ox.NamedNode(r.iri + "/graph/dead")))
+    with Store(path) as s:
+        assert [b.questions for b in s.benchmarks()] == [4]
+        assert ox.NamedNode(r.iri + "/graph/dead") not in set(s.ox.named_graphs())
+
+
+def test_query_links_questions_across_benchmarks(store: Store) -> None:
+    store.import_paths([EXAMPLES])
+    rows = list(store.query(
+        """SELECT ?text (COUNT(DISTINCT ?b) AS ?n) WHERE {
+             ?q a schema:Question ; schema:text ?text ; karenina:textMd5 ?md5 ; schema:isPartOf ?b .
+             ?q2 karenina:textMd5 ?md5 ; schema:isPartOf ?b2 . FILTER(?b != ?b2)
+           } GROUP BY ?text"""
+    ))
+    assert [(r["text"].value, int(r["n"].value)) for r in rows] == [
+        ("What is the primary molecular target of imatinib?", 2)
+    ]
+
+
+def _pvs(docs: list[dict], name: str) -> list[tuple[dict, object]]:
+    """(owner, value) of every additionalProperty called ``name`` in the documents."""
+    found: list[tuple[dict, object]] = []
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            pvs = node.get("additionalProperty")
+            for pv in pvs if isinstance(pvs, list) else []:
+                if pv.get("name") == name:
+                    found.append((node, pv.get("value")))
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    for d in docs:
+        walk(d)
+    return found
+
+
+EXAMPLE_DOCS = [load_json(p) for p in sorted(EXAMPLES.glob("*.jsonld"))]
+
+
+@pytest.mark.parametrize(
+    ("sparql", "expected"),
+    [
+        ("SELECT (COUNT(*) AS ?n) WHERE { ?q karenina:finished false }",
+         sum(v is False for _, v in _pvs(EXAMPLE_DOCS, "finished"))),
+        ("SELECT (COUNT(*) AS ?n) WHERE { ?t karenina:maxScore ?m FILTER(datatype(?m) = xsd:integer && ?m = 5) }",
+         sum(v == 5 for _, v in _pvs(EXAMPLE_DOCS, "max_score"))),
+        ("SELECT (COUNT(*) AS ?n) WHERE { ?t a karenina:RegexRubricTrait ; karenina:caseSensitive false }",
+         sum(v is False for _, v in _pvs(EXAMPLE_DOCS, "case_sensitive"))),
+        ("SELECT (COUNT(*) AS ?n) WHERE { ?q karenina:author ?a FILTER(datatype(?a) = rdf:JSON) }",
+         len(_pvs(EXAMPLE_DOCS, "author"))),
+        ("SELECT (COUNT(*) AS ?n) WHERE { ?t a schema:SoftwareSourceCode ; karenina:templateId ?id }",
+         sum(len(d["dataFeedElement"]) for d in EXAMPLE_DOCS)),
+    ],
+    ids=["finished is xsd:boolean", "max_score is xsd:integer", "regex settings typed", "author is rdf:JSON",
+         "templates keep template_id"],
+)
+def test_settings_are_typed_data(store: Store, sparql: str, expected: int) -> None:
+    assert expected > 0, "the examples must exercise this setting"
+    store.import_paths([EXAMPLES])
+    assert int(next(iter(store.query(sparql)))["n"].value) == expected
