@@ -21,109 +21,223 @@ from typing import Any
 
 JSON = dict[str, Any]
 
-GENES = ("TP53|BRCA1|BRCA2|EGFR|KRAS|BRAF|PIK3CA|PTEN|MYC|ALK|ERBB2|CDKN2A|RB1|APC|VHL|NF1|IDH1|"
-         "IDH2|JAK2|FLT3|NPM1|KIT|PDGFRA|MET|RET|ROS1|NTRK1|ATM|CHEK2|PALB2|MLH1|MSH2|SMAD4|"
-         "CTNNB1|NOTCH1|FBXW7|ARID1A|KMT2D|TERT|NKX2-1").split("|")
-DRUGS = ("imatinib|gefitinib|erlotinib|osimertinib|trastuzumab|pembrolizumab|nivolumab|olaparib|"
-         "vemurafenib|dabrafenib|crizotinib|alectinib|lorlatinib|ruxolitinib|midostaurin|sotorasib|"
-         "palbociclib|everolimus|bevacizumab|cetuximab|rituximab|ibrutinib|venetoclax|"
-         "lenalidomide|bortezomib|tamoxifen|letrozole|metformin|sirolimus|tofacitinib").split("|")
+GENES = (
+    "TP53|BRCA1|BRCA2|EGFR|KRAS|BRAF|PIK3CA|PTEN|MYC|ALK|ERBB2|CDKN2A|RB1|APC|VHL|NF1|IDH1|"
+    "IDH2|JAK2|FLT3|NPM1|KIT|PDGFRA|MET|RET|ROS1|NTRK1|ATM|CHEK2|PALB2|MLH1|MSH2|SMAD4|"
+    "CTNNB1|NOTCH1|FBXW7|ARID1A|KMT2D|TERT|NKX2-1"
+).split("|")
+DRUGS = (
+    "imatinib|gefitinib|erlotinib|osimertinib|trastuzumab|pembrolizumab|nivolumab|olaparib|"
+    "vemurafenib|dabrafenib|crizotinib|alectinib|lorlatinib|ruxolitinib|midostaurin|sotorasib|"
+    "palbociclib|everolimus|bevacizumab|cetuximab|rituximab|ibrutinib|venetoclax|"
+    "lenalidomide|bortezomib|tamoxifen|letrozole|metformin|sirolimus|tofacitinib"
+).split("|")
 # Non-ASCII names on purpose: they exercise ensure_ascii=False and Unicode lowering in the ids.
-DISEASES = ("non-small cell lung cancer|chronic myeloid leukaemia|acute myeloid leukaemia|melanoma|"
-            "glioblastoma|colorectal cancer|triple-negative breast cancer|ovarian cancer|"
-            "pancreatic adenocarcinoma|hepatocellular carcinoma|multiple myeloma|Hodgkin lymphoma|"
-            "diffuse large B-cell lymphoma|prostate cancer|neuroblastoma|medulloblastoma|"
-            "gastrointestinal stromal tumour|renal cell carcinoma|thyroid carcinoma|Sjögren syndrome|"
-            "Ménière disease|Crohn disease|rheumatoid arthritis|type 2 diabetes|Alzheimer disease|"
-            "Parkinson disease|cystic fibrosis|Huntington disease|polycythaemia vera|"
-            "myelofibrosis").split("|")
-ORGANISMS = ("Homo sapiens|Mus musculus|Rattus norvegicus|Danio rerio|Drosophila melanogaster|"
-             "Caenorhabditis elegans|Saccharomyces cerevisiae|Gallus gallus|Xenopus laevis|"
-             "Sus scrofa|Macaca mulatta|Oryzias latipes").split("|")
-TISSUES = ("liver|lung|bone marrow|kidney|brain|colon|skin|pancreas|breast|heart|spleen|"
-           "retina").split("|")
-PATHWAYS = ("MAPK/ERK|PI3K/AKT/mTOR|JAK/STAT|Wnt/β-catenin|Notch|Hedgehog|NF-κB|p53|TGF-β|"
-            "Hippo|DNA mismatch repair|homologous recombination").split("|")
+DISEASES = (
+    "non-small cell lung cancer|chronic myeloid leukaemia|acute myeloid leukaemia|melanoma|"
+    "glioblastoma|colorectal cancer|triple-negative breast cancer|ovarian cancer|"
+    "pancreatic adenocarcinoma|hepatocellular carcinoma|multiple myeloma|Hodgkin lymphoma|"
+    "diffuse large B-cell lymphoma|prostate cancer|neuroblastoma|medulloblastoma|"
+    "gastrointestinal stromal tumour|renal cell carcinoma|thyroid carcinoma|Sjögren syndrome|"
+    "Ménière disease|Crohn disease|rheumatoid arthritis|type 2 diabetes|Alzheimer disease|"
+    "Parkinson disease|cystic fibrosis|Huntington disease|polycythaemia vera|"
+    "myelofibrosis"
+).split("|")
+ORGANISMS = (
+    "Homo sapiens|Mus musculus|Rattus norvegicus|Danio rerio|Drosophila melanogaster|"
+    "Caenorhabditis elegans|Saccharomyces cerevisiae|Gallus gallus|Xenopus laevis|"
+    "Sus scrofa|Macaca mulatta|Oryzias latipes"
+).split("|")
+TISSUES = ("liver|lung|bone marrow|kidney|brain|colon|skin|pancreas|breast|heart|spleen|retina").split("|")
+PATHWAYS = (
+    "MAPK/ERK|PI3K/AKT/mTOR|JAK/STAT|Wnt/β-catenin|Notch|Hedgehog|NF-κB|p53|TGF-β|"
+    "Hippo|DNA mismatch repair|homologous recombination"
+).split("|")
 VERDICTS = ["yes", "no", "only at high doses", "only in combination therapy"]
-VOCAB = {"gene": GENES, "drug": DRUGS, "disease": DISEASES, "organism": ORGANISMS,
-         "tissue": TISSUES, "pathway": PATHWAYS, "effect": VERDICTS}
+VOCAB = {
+    "gene": GENES,
+    "drug": DRUGS,
+    "disease": DISEASES,
+    "organism": ORGANISMS,
+    "tissue": TISSUES,
+    "pathway": PATHWAYS,
+    "effect": VERDICTS,
+}
 # (question format, answer kind). Every pattern spans >= 36k slot combinations, so 100k questions
 # stay distinct; past ~200k texts start to repeat and then take Karenina's -1, -2 id suffixes.
 PATTERNS = [
-    ("Which gene is most often mutated in {organism} {tissue} xenografts of {disease} that relapse "
-     "on {drug}?", "gene"),
-    ("In {organism}, which drug most potently blocks {pathway} signalling downstream of mutant "
-     "{gene} in the {tissue}?", "drug"),
-    ("Which disease is most strongly associated with germline {gene} variants that disrupt "
-     "{pathway} signalling in the {organism} {tissue}?", "disease"),
+    ("Which gene is most often mutated in {organism} {tissue} xenografts of {disease} that relapse on {drug}?", "gene"),
+    (
+        "In {organism}, which drug most potently blocks {pathway} signalling downstream of mutant "
+        "{gene} in the {tissue}?",
+        "drug",
+    ),
+    (
+        "Which disease is most strongly associated with germline {gene} variants that disrupt "
+        "{pathway} signalling in the {organism} {tissue}?",
+        "disease",
+    ),
     ("Which pathway mediates acquired resistance to {drug} in {gene}-mutant {disease}?", "pathway"),
     ("Does {drug} reduce {gene} expression in {organism} {tissue} models of {disease}?", "effect"),
-    ("Name the {organism} orthologue of human {gene} that acts in the {pathway} pathway in the "
-     "{tissue}.", "gene"),
+    ("Name the {organism} orthologue of human {gene} that acts in the {pathway} pathway in the {tissue}.", "gene"),
 ]
 SLOTS = [[f for _, f, _, _ in string.Formatter().parse(fmt) if f] for fmt, _ in PATTERNS]
-KIND_DESC = {"gene": "Official HGNC symbol of the gene named as the answer",
-             "drug": "Generic (INN) name of the drug named as the answer",
-             "disease": "Name of the disease given as the answer",
-             "pathway": "Name of the signalling pathway given as the answer",
-             "effect": "Direction of the effect stated in the response"}
-RATIONALES = ["reported in several independent cohorts", "supported by CRISPR knockout screens",
-              "consistent with the ClinVar annotation", "per current ESMO guidelines",
-              "shown in patient-derived xenografts", "based on a 2023 meta-analysis"]
-KEYWORDS = ["oncology", "pharmacology", "genetics", "model organisms", "signalling",
-            "drug resistance", "clinical", "molecular biology", "rare disease", "biomarkers"]
+KIND_DESC = {
+    "gene": "Official HGNC symbol of the gene named as the answer",
+    "drug": "Generic (INN) name of the drug named as the answer",
+    "disease": "Name of the disease given as the answer",
+    "pathway": "Name of the signalling pathway given as the answer",
+    "effect": "Direction of the effect stated in the response",
+}
+RATIONALES = [
+    "reported in several independent cohorts",
+    "supported by CRISPR knockout screens",
+    "consistent with the ClinVar annotation",
+    "per current ESMO guidelines",
+    "shown in patient-derived xenografts",
+    "based on a 2023 meta-analysis",
+]
+KEYWORDS = [
+    "oncology",
+    "pharmacology",
+    "genetics",
+    "model organisms",
+    "signalling",
+    "drug resistance",
+    "clinical",
+    "molecular biology",
+    "rare disease",
+    "biomarkers",
+]
 # JSON-encoded with Python defaults (ensure_ascii=True) exactly as Karenina writes `author` (§4).
-AUTHORS = [json.dumps({"name": n, "email": f"{n.split()[0].lower()}@example.org"}) for n in
-           ["Ana Gómez", "Jürgen Weiß", "Chloé Dubois", "Søren Madsen", "Priya Raman",
-            "Kenji Watanabe", "Olusegun Adeyemi", "María José Pérez"]]
-LITERAL_CLASSES = [{"hedged": "Uses hedging words", "assertive": "States the answer plainly"},
-                   {"hedged": "Uses hedging words", "neutral": "Neither hedged nor emphatic",
-                    "emphatic": "Stresses certainty"},
-                   {"refuses": "Declines to answer", "hedged": "Uses hedging words",
-                    "plain": "States it plainly", "emphatic": "Stresses certainty"}]
+AUTHORS = [
+    json.dumps({"name": n, "email": f"{n.split()[0].lower()}@example.org"})
+    for n in [
+        "Ana Gómez",
+        "Jürgen Weiß",
+        "Chloé Dubois",
+        "Søren Madsen",
+        "Priya Raman",
+        "Kenji Watanabe",
+        "Olusegun Adeyemi",
+        "María José Pérez",
+    ]
+]
+LITERAL_CLASSES = [
+    {"hedged": "Uses hedging words", "assertive": "States the answer plainly"},
+    {"hedged": "Uses hedging words", "neutral": "Neither hedged nor emphatic", "emphatic": "Stresses certainty"},
+    {
+        "refuses": "Declines to answer",
+        "hedged": "Uses hedging words",
+        "plain": "States it plainly",
+        "emphatic": "Stresses certainty",
+    },
+]
 BASE_DATE = datetime(2026, 1, 15, 9, 30)
 
 
 def _pv(name: str, value: Any = None) -> JSON:
     # Karenina encodes a null value by omitting the key, not as "value": null (§3.7).
-    return {"@type": "PropertyValue", "name": name} if value is None else {
-        "@type": "PropertyValue", "name": name, "value": value}
+    return (
+        {"@type": "PropertyValue", "name": name}
+        if value is None
+        else {"@type": "PropertyValue", "name": name, "value": value}
+    )
 
 
 def _rating(name: str, desc: str, best: float, worst: float, atype: str, props: list[JSON]) -> JSON:
-    return {"@type": "Rating", "name": name, "description": desc, "bestRating": best,
-            "worstRating": worst, "additionalType": f"karenina:{atype}", "additionalProperty": props}
+    return {
+        "@type": "Rating",
+        "name": name,
+        "description": desc,
+        "bestRating": best,
+        "worstRating": worst,
+        "additionalType": f"karenina:{atype}",
+        "additionalProperty": props,
+    }
 
 
 def _global_traits() -> list[JSON]:
     # Pool in set_global_rubric order (llm, regex, callable, metric; §6.10) so subsets keep it.
     return [
-        _rating("clarity", "Is the response clear and unambiguous?", 1.0, 0.0, "GlobalRubricTrait",
-                [_pv("higher_is_better", True), _pv("min_score", 1), _pv("max_score", 5)]),
-        _rating("depth", "Depth of the mechanistic explanation", 10.0, 1.0, "GlobalRubricTrait",
-                [_pv("higher_is_better", True), _pv("summary", "Depth"), _pv("min_score", 1),
-                 _pv("max_score", 10)]),
-        _rating("cites_pmid", "Mentions a PubMed identifier", 1.0, 0.0, "GlobalRegexTrait",
-                [_pv("pattern", r"PMID:?\s*\d+"), _pv("case_sensitive", False),
-                 _pv("invert_result", False), _pv("higher_is_better", True)]),
-        _rating("no_apology", "Does not apologise", 1.0, 0.0, "GlobalRegexTrait",
-                [_pv("pattern", r"\b(sorry|apologi[sz]e)\b"), _pv("case_sensitive", False),
-                 _pv("invert_result", True), _pv("higher_is_better", True)]),
-        _rating("entity_recall", "Recall of the expected biomedical entities", 1.0, 0.0,
-                "GlobalMetricRubricTrait",
-                [_pv("metrics", ["precision", "recall", "f1"]), _pv("repeated_extraction", True),
-                 _pv("evaluation_mode", "tp_only"), _pv("higher_is_better"),
-                 _pv("tp_instructions", ["Names the expected gene, drug or disease",
-                                         "States the direction of the effect"])]),
+        _rating(
+            "clarity",
+            "Is the response clear and unambiguous?",
+            1.0,
+            0.0,
+            "GlobalRubricTrait",
+            [_pv("higher_is_better", True), _pv("min_score", 1), _pv("max_score", 5)],
+        ),
+        _rating(
+            "depth",
+            "Depth of the mechanistic explanation",
+            10.0,
+            1.0,
+            "GlobalRubricTrait",
+            [_pv("higher_is_better", True), _pv("summary", "Depth"), _pv("min_score", 1), _pv("max_score", 10)],
+        ),
+        _rating(
+            "cites_pmid",
+            "Mentions a PubMed identifier",
+            1.0,
+            0.0,
+            "GlobalRegexTrait",
+            [
+                _pv("pattern", r"PMID:?\s*\d+"),
+                _pv("case_sensitive", False),
+                _pv("invert_result", False),
+                _pv("higher_is_better", True),
+            ],
+        ),
+        _rating(
+            "no_apology",
+            "Does not apologise",
+            1.0,
+            0.0,
+            "GlobalRegexTrait",
+            [
+                _pv("pattern", r"\b(sorry|apologi[sz]e)\b"),
+                _pv("case_sensitive", False),
+                _pv("invert_result", True),
+                _pv("higher_is_better", True),
+            ],
+        ),
+        _rating(
+            "entity_recall",
+            "Recall of the expected biomedical entities",
+            1.0,
+            0.0,
+            "GlobalMetricRubricTrait",
+            [
+                _pv("metrics", ["precision", "recall", "f1"]),
+                _pv("repeated_extraction", True),
+                _pv("evaluation_mode", "tp_only"),
+                _pv("higher_is_better"),
+                _pv(
+                    "tp_instructions",
+                    ["Names the expected gene, drug or disease", "States the direction of the effect"],
+                ),
+            ],
+        ),
     ]
 
 
 def _literal_trait(classes: dict[str, str]) -> JSON:
     top = len(classes) - 1
-    return _rating("answer_certainty", "How certain does the answer sound?", float(top), 0.0,
-                   "QuestionSpecificLLMRubricTrait",
-                   [_pv("higher_is_better", True), _pv("min_score", 0), _pv("max_score", top),
-                    _pv("kind", "literal"), _pv("classes", dict(classes))])
+    return _rating(
+        "answer_certainty",
+        "How certain does the answer sound?",
+        float(top),
+        0.0,
+        "QuestionSpecificLLMRubricTrait",
+        [
+            _pv("higher_is_better", True),
+            _pv("min_score", 0),
+            _pv("max_score", top),
+            _pv("kind", "literal"),
+            _pv("classes", dict(classes)),
+        ],
+    )
 
 
 def question_id(text: str, taken: set[str]) -> str:
@@ -196,20 +310,27 @@ def generate_checkpoint(n_questions: int, *, seed: int = 0, name: str | None = N
         question: JSON = {
             "@type": "Question",
             "text": text,
-            "acceptedAnswer": {"@type": "Answer",
-                               "text": f"{answer} ({rng.choice(RATIONALES)})"},
-            "hasPart": {"@type": "SoftwareSourceCode",
-                        "name": f"{text[:30]}... Answer Template",
-                        "text": _template(text, kind, answer, slot, values[slot]),
-                        "programmingLanguage": "Python"},
+            "acceptedAnswer": {"@type": "Answer", "text": f"{answer} ({rng.choice(RATIONALES)})"},
+            "hasPart": {
+                "@type": "SoftwareSourceCode",
+                "name": f"{text[:30]}... Answer Template",
+                "text": _template(text, kind, answer, slot, values[slot]),
+                "programmingLanguage": "Python",
+            },
         }
         if has_trait:
             question["rating"] = [_literal_trait(classes)]
         question["additionalProperty"] = props
         question["keywords"] = rng.sample(KEYWORDS, rng.randint(1, 3))
-        items.append({"@type": "DataFeedItem", "@id": question_id(text, taken),
-                      "dateCreated": created.isoformat(), "dateModified": modified.isoformat(),
-                      "item": question})
+        items.append(
+            {
+                "@type": "DataFeedItem",
+                "@id": question_id(text, taken),
+                "dateCreated": created.isoformat(),
+                "dateModified": modified.isoformat(),
+                "item": question,
+            }
+        )
     digest = int(hashlib.md5(f"{name}\x00{seed}".encode()).hexdigest(), 16)
     # Same shape as Karenina's default id (a float POSIX timestamp), but derived, not clocked.
     stamp = 1_767_225_600 + digest % 31_536_000 + (digest >> 64) % 1_000_000 / 1e6
@@ -240,18 +361,15 @@ def generate_checkpoint(n_questions: int, *, seed: int = 0, name: str | None = N
         "additionalProperty": [
             _pv("benchmark_format_version", "3.0.0-jsonld"),
             _pv("domain", "biomedicine"),
-            _pv("generator", {"tool": "benchmarks/generate.py", "seed": seed,
-                              "n_questions": n_questions}),
+            _pv("generator", {"tool": "benchmarks/generate.py", "seed": seed, "n_questions": n_questions}),
         ],
     }
 
 
-def write_checkpoint(path: str | Path, n_questions: int, seed: int = 0,
-                     name: str | None = None) -> Path:
+def write_checkpoint(path: str | Path, n_questions: int, seed: int = 0, name: str | None = None) -> Path:
     """Write the checkpoint exactly as Karenina's save() serialises (§10 step 6)."""
     out = Path(path)
-    text = json.dumps(generate_checkpoint(n_questions, seed=seed, name=name), indent=2,
-                      ensure_ascii=False)
+    text = json.dumps(generate_checkpoint(n_questions, seed=seed, name=name), indent=2, ensure_ascii=False)
     out.write_text(text, encoding="utf-8", newline="")
     return out
 
@@ -266,8 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     start = time.perf_counter()
     out = write_checkpoint(args.out, args.n_questions, seed=args.seed, name=args.name)
     took = time.perf_counter() - start
-    print(f"{out}: {args.n_questions} questions, {out.stat().st_size:,} bytes, {took:.2f} s",
-          file=sys.stderr)
+    print(f"{out}: {args.n_questions} questions, {out.stat().st_size:,} bytes, {took:.2f} s", file=sys.stderr)
     return 0
 
 

@@ -23,7 +23,18 @@ import pyoxigraph as ox
 from ._checkpoint import map_checkpoint, map_item
 from ._errors import DuplicateQuestionError, InvalidValueError, QuestionNotFoundError
 from ._export import CANONICAL_CONTEXT, benchmark_json, item_json
-from ._graph import DATA_FEED_ELEMENT, Index, diff_update, index_triples, node_index, ordered_items, parse_triples
+from ._graph import (
+    DATA_FEED_ELEMENT,
+    Index,
+    diff_update,
+    index_triples,
+    named,
+    node_index,
+    ordered_items,
+    parse_triples,
+    solutions,
+    term_value,
+)
 from ._ids import generate_question_id, item_iri, question_iri
 from ._question import Question, question_from_item
 from ._rubric import RubricTrait, coerce_trait
@@ -101,7 +112,9 @@ class Benchmark:
         return self.store.graph_of(self.iri)[1]
 
     def _header_index(self) -> Index:
-        return node_index(self.store.ox, self._graph, [self.iri], skip=(f"{self.iri}/items/", f"{self.iri}/questions/"))
+        return node_index(
+            self.store.oxigraph, self._graph, [self.iri], skip=(f"{self.iri}/items/", f"{self.iri}/questions/")
+        )
 
     def _header(self) -> dict[str, Any]:
         return benchmark_json(self._header_index(), self.iri, [])
@@ -109,7 +122,7 @@ class Benchmark:
     def _apply(self, *updates: str | None) -> None:
         body = " ;\n".join(u for u in updates if u)
         if body:
-            self.store.ox.update(body)
+            self.store.oxigraph.update(body)
             self.store.mark_edited(self.iri)
 
     def _header_update(self, header: dict[str, Any]) -> str | None:
@@ -137,7 +150,7 @@ class Benchmark:
 
     def _item_index(self, question_id: str) -> Index | None:
         i = self._item_iri(question_id)
-        index = node_index(self.store.ox, self._graph, [i, question_iri(self.iri, question_id)])
+        index = node_index(self.store.oxigraph, self._graph, [i, question_iri(self.iri, question_id)])
         return index if index.get(i) else None
 
     def _item_json(self, question_id: str) -> dict[str, Any]:
@@ -155,7 +168,9 @@ class Benchmark:
         index = self._item_index(question_id) or {}
         old = index_triples(index)
         if index:
-            old.add((ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id))))
+            old.add(
+                (ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id)))
+            )
         new = parse_triples(map_item(item, bench_iri=self.iri, position=position, base_iri=self.store.base_iri))
         self._apply(diff_update(self._graph, old, new), self._touch())
 
@@ -252,10 +267,12 @@ class Benchmark:
     def get_question_ids(self) -> list[str]:
         graph = self._graph
         out = []
-        for i in ordered_items(self.store.ox, graph, self.iri):
-            for q in self.store.ox.quads_for_pattern(ox.NamedNode(i), ox.NamedNode(SCHEMA + "item"), None, graph):
-                for ident in self.store.ox.quads_for_pattern(q.object, ox.NamedNode(SCHEMA + "identifier"), None, graph):
-                    out.append(str(ident.object.value))
+        for i in ordered_items(self.store.oxigraph, graph, self.iri):
+            for q in self.store.oxigraph.quads_for_pattern(ox.NamedNode(i), ox.NamedNode(SCHEMA + "item"), None, graph):
+                for ident in self.store.oxigraph.quads_for_pattern(
+                    named(q.object), ox.NamedNode(SCHEMA + "identifier"), None, graph
+                ):
+                    out.append(term_value(ident.object))
         return out
 
     def get_question(self, question_id: str) -> Question:
@@ -299,10 +316,16 @@ class Benchmark:
                 raise InvalidValueError("Dict input must contain a 'question' key")
             d = question
             return self.add_question(
-                d["question"], d.get("raw_answer", raw_answer), d.get("answer_template", answer_template),
-                d.get("question_id", question_id), d.get("finished", finished), d.get("author", author),
-                d.get("sources", sources), d.get("custom_metadata", custom_metadata),
-                d.get("few_shot_examples", few_shot_examples), d.get("answer_notes", answer_notes),
+                d["question"],
+                d.get("raw_answer", raw_answer),
+                d.get("answer_template", answer_template),
+                d.get("question_id", question_id),
+                d.get("finished", finished),
+                d.get("author", author),
+                d.get("sources", sources),
+                d.get("custom_metadata", custom_metadata),
+                d.get("few_shot_examples", few_shot_examples),
+                d.get("answer_notes", answer_notes),
             )
         keywords = workspace_path = None
         if isinstance(question, Question):
@@ -346,8 +369,12 @@ class Benchmark:
             "@type": "Question",
             "text": text,
             "acceptedAnswer": {"@type": "Answer", "text": answer},
-            "hasPart": {"@type": "SoftwareSourceCode", "name": template_name(text), "text": code,
-                        "programmingLanguage": "Python"},
+            "hasPart": {
+                "@type": "SoftwareSourceCode",
+                "name": template_name(text),
+                "text": code,
+                "programmingLanguage": "Python",
+            },
             "additionalProperty": props,
         }
         if keywords:
@@ -357,12 +384,12 @@ class Benchmark:
         return question_id
 
     def _next_position(self) -> int:
-        rows = self.store.ox.query(
+        rows = self.store.oxigraph.query(
             f"SELECT (MAX(?p) AS ?m) WHERE {{ <{self.iri}> <{DATA_FEED_ELEMENT}> ?i . ?i <{KARENINA}position> ?p }}",
             default_graph=self._graph,
         )
-        m = next(iter(rows))["m"]
-        return int(m.value) + 1 if m is not None else 0
+        m = next(solutions(rows))["m"]
+        return int(term_value(m)) + 1 if m is not None else 0
 
     def remove_question(self, question_id: str) -> bool:
         index = self._item_index(question_id)
@@ -413,8 +440,11 @@ class Benchmark:
         _check_template(code)
 
         def change(q: dict[str, Any]) -> None:
-            part = q.get("hasPart") or {"@type": "SoftwareSourceCode", "name": template_name(q["text"]),
-                                         "programmingLanguage": "Python"}
+            part = q.get("hasPart") or {
+                "@type": "SoftwareSourceCode",
+                "name": template_name(q["text"]),
+                "programmingLanguage": "Python",
+            }
             part["text"] = code
             q["hasPart"] = part
 
@@ -570,4 +600,3 @@ def _search(text: str, term: str, case_sensitive: bool, regex: bool) -> bool:
         except re.error:
             return False
     return term in text if case_sensitive else term.lower() in text.lower()
-

@@ -107,9 +107,7 @@ def read_json(data: bytes, source: str) -> Any:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         what = "file ends before the JSON does (truncated?)" if exc.pos >= len(text.rstrip()) else "not valid JSON"
-        raise CheckpointError(
-            [Problem(f"{what}: {exc.msg} (column {exc.colno})", source, line=exc.lineno)]
-        ) from None
+        raise CheckpointError([Problem(f"{what}: {exc.msg} (column {exc.colno})", source, line=exc.lineno)]) from None
 
 
 def read_file(path: str | Path) -> Any:
@@ -196,7 +194,11 @@ class _Mapper:
         if root is None:
             raise CheckpointError(self.problems)
         if "format_version" in root and "results" in root:
-            self.fail("", f"this is a Karenina verification results export (format_version {root['format_version']!r}), not a checkpoint")
+            self.fail(
+                "",
+                f"this is a Karenina verification results export "
+                f"(format_version {root['format_version']!r}), not a checkpoint",
+            )
             raise CheckpointError(self.problems)
         # Karenina's root model accepts `context`/`type`/`id` for `@context`/`@type`/`@id`.
         root = {("@" + k if k in ("context", "type", "id") and "@" + k not in doc else k): v for k, v in root.items()}
@@ -240,7 +242,9 @@ class _Mapper:
         question_ids = self.items(b, items)
         scenarios = self.array(root, "hasPart", "") or []
         if scenarios and items:
-            self.fail("/hasPart", "checkpoint contains both questions and scenarios; a benchmark holds one or the other")
+            self.fail(
+                "/hasPart", "checkpoint contains both questions and scenarios; a benchmark holds one or the other"
+            )
         for i, scenario in enumerate(scenarios):
             self.scenario(b, i, scenario)
         pvs = self.array(root, "additionalProperty", "")
@@ -295,15 +299,15 @@ class _Mapper:
             self.fail(f"{ptr}/@id", f"duplicate question id (first used at /dataFeedElement/{seen[qid]})")
             return
         seen[qid] = i
-        I, Q = t.iri(item_iri(b, qid)), question_iri(b, qid)
-        self.add(t.iri(b), _s("dataFeedElement"), I)
-        self.add(I, _TYPE, _s("DataFeedItem"))
-        self.add(I, _k("position"), t.integer(i))
+        it, Q = t.iri(item_iri(b, qid)), question_iri(b, qid)
+        self.add(t.iri(b), _s("dataFeedElement"), it)
+        self.add(it, _TYPE, _s("DataFeedItem"))
+        self.add(it, _k("position"), t.integer(i))
         if "@id" not in item:
-            self.add(I, _k("derivedIdentifier"), t.boolean(True))
-        self.add(I, _s("item"), t.iri(Q))
-        self.literal(I, _s("dateCreated"), item, "dateCreated", ptr, required=True)
-        self.literal(I, _s("dateModified"), item, "dateModified", ptr, required=True)
+            self.add(it, _k("derivedIdentifier"), t.boolean(True))
+        self.add(it, _s("item"), t.iri(Q))
+        self.literal(it, _s("dateCreated"), item, "dateCreated", ptr, required=True)
+        self.literal(it, _s("dateModified"), item, "dateModified", ptr, required=True)
         legacy_keywords = self.keywords(item, ptr)
         if question is not None:
             self.question(b, Q, qid, question, f"{ptr}/item", legacy_keywords)
@@ -317,7 +321,9 @@ class _Mapper:
             self.fail(f"{ptr}/keywords/{j}", "keywords must be strings")
         return None if bad else words
 
-    def question(self, b: str, q: str, qid: str, node: dict[str, Any], ptr: str, legacy_keywords: list[str] | None) -> None:
+    def question(
+        self, b: str, q: str, qid: str, node: dict[str, Any], ptr: str, legacy_keywords: list[str] | None
+    ) -> None:
         Q = t.iri(q)
         self.add(Q, _TYPE, _s("Question"))
         self.add(Q, _s("identifier"), t.string(qid))
@@ -341,7 +347,9 @@ class _Mapper:
         if "hasPart" in node:
             self.template(q, node["hasPart"], f"{ptr}/hasPart", text or "")
         else:
-            self.warn(ptr, "question has no answer template (no hasPart); stored without one, so it can only run rubric_only")
+            self.warn(
+                ptr, "question has no answer template (no hasPart); stored without one, so it can only run rubric_only"
+            )
         self.ratings(q, node, ptr, scope=None)
         pvs = self.array(node, "additionalProperty", ptr)
         if pvs is not None:
@@ -474,9 +482,14 @@ def map_item(node: Any, *, bench_iri: str, position: int, base_iri: str) -> list
 def _json_type(value: Any) -> str:
     if value is None:
         return "null"
-    return {bool: "a boolean", int: "a number", float: "a number", str: "a string", list: "an array", dict: "an object"}.get(
-        type(value), type(value).__name__
-    )
+    return {
+        bool: "a boolean",
+        int: "a number",
+        float: "a number",
+        str: "a string",
+        list: "an array",
+        dict: "an object",
+    }.get(type(value), type(value).__name__)
 
 
 def _esc(key: str) -> str:

@@ -31,17 +31,26 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-out = Console(soft_wrap=True)
-err = Console(stderr=True, soft_wrap=True)
+# Piped output is read by programs and tests: give tables room instead of wrapping at 80 columns.
+out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)
+err = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 240)
 T = TypeVar("T")
 
 StoreOpt = Annotated[
     str | None,
-    typer.Option("--store", "-s", envvar=STORE_ENV, help="Store folder (':memory:' for a throwaway store).", show_default=".karenina-rdf"),
+    typer.Option(
+        "--store",
+        "-s",
+        envvar=STORE_ENV,
+        help="Store folder (':memory:' for a throwaway store).",
+        show_default=".karenina-rdf",
+    ),
 ]
 BaseOpt = Annotated[
     str | None,
-    typer.Option("--base-iri", envvar=BASE_IRI_ENV, help="Base IRI for minted node IRIs.", show_default="http://127.0.0.1:8000/"),
+    typer.Option(
+        "--base-iri", envvar=BASE_IRI_ENV, help="Base IRI for minted node IRIs.", show_default="http://127.0.0.1:8000/"
+    ),
 ]
 
 
@@ -108,7 +117,9 @@ def list_(store: StoreOpt = None, base_iri: BaseOpt = None) -> None:
     def act(s: Store) -> None:
         table = Table("name", "version", "questions", "traits", "id")
         for b in s.benchmarks():
-            table.add_row(escape(b.name), escape(b.version or ""), str(b.questions), str(b.traits), escape(b.benchmark_id))
+            table.add_row(
+                escape(b.name), escape(b.version or ""), str(b.questions), str(b.traits), escape(b.benchmark_id)
+            )
         out.print(table)
 
     _run(store, base_iri, act)
@@ -135,8 +146,14 @@ def show(
 
 def _show_benchmark(b: Benchmark) -> None:
     out.print(f"[bold]{escape(b.name)}[/bold] {escape(b.version)}")
-    for label, value in (("id", b.id), ("IRI", b.iri), ("description", b.description), ("creator", b.creator),
-                         ("created", b.created_at), ("modified", b.modified_at)):
+    for label, value in (
+        ("id", b.id),
+        ("IRI", b.iri),
+        ("description", b.description),
+        ("creator", b.creator),
+        ("created", b.created_at),
+        ("modified", b.modified_at),
+    ):
         out.print(f"  {label}: {escape(str(value))}")
     props = b.get_all_custom_properties()
     if props:
@@ -145,8 +162,14 @@ def _show_benchmark(b: Benchmark) -> None:
     table = Table("#", "id", "question", "finished", "template", "keywords")
     for n, q in enumerate(b, 1):
         text = q.question if len(q.question) <= 70 else q.question[:67] + "..."
-        table.add_row(str(n), escape(q.id or ""), escape(text), "yes" if q.finished else "no",
-                      "yes" if q.has_template else "no", escape(", ".join(q.keywords or [])))
+        table.add_row(
+            str(n),
+            escape(q.id or ""),
+            escape(text),
+            "yes" if q.finished else "no",
+            "yes" if q.has_template else "no",
+            escape(", ".join(q.keywords or [])),
+        )
     out.print(table)
 
 
@@ -163,10 +186,21 @@ def _show_question(b: Benchmark, question_id: str) -> None:
     q = b.get_question(question_id)
     out.print(f"[bold]{escape(q.question)}[/bold]")
     fields = {
-        "id": q.id, "IRI": q.iri, "MD5 id": q.md5_id, "answer": q.raw_answer, "finished": q.finished,
-        "created": q.date_created, "modified": q.date_modified, "keywords": q.keywords, "author": q.author,
-        "sources": q.sources, "custom metadata": q.custom_metadata, "few-shot examples": q.few_shot_examples,
-        "answer notes": q.answer_notes, "workspace path": q.workspace_path, "template id": q.template_id,
+        "id": q.id,
+        "IRI": q.iri,
+        "MD5 id": q.md5_id,
+        "answer": q.raw_answer,
+        "finished": q.finished,
+        "created": q.date_created,
+        "modified": q.date_modified,
+        "keywords": q.keywords,
+        "author": q.author,
+        "sources": q.sources,
+        "custom metadata": q.custom_metadata,
+        "few-shot examples": q.few_shot_examples,
+        "answer notes": q.answer_notes,
+        "workspace path": q.workspace_path,
+        "template id": q.template_id,
     }
     for label, value in fields.items():
         if value is not None:
@@ -202,10 +236,12 @@ def query(
 def _print_results(results: Any, fmt: str) -> None:
     if isinstance(results, ox.QueryTriples):
         rdf_fmt = ox.RdfFormat.N_TRIPLES if fmt != "table" else ox.RdfFormat.TURTLE
-        sys.stdout.write(ox.serialize(results, format=rdf_fmt).decode("utf-8"))
+        sys.stdout.write((ox.serialize(results, format=rdf_fmt) or b"").decode("utf-8"))
         return
     if fmt != "table":
-        f = {"json": ox.QueryResultsFormat.JSON, "csv": ox.QueryResultsFormat.CSV, "tsv": ox.QueryResultsFormat.TSV}[fmt]
+        f = {"json": ox.QueryResultsFormat.JSON, "csv": ox.QueryResultsFormat.CSV, "tsv": ox.QueryResultsFormat.TSV}[
+            fmt
+        ]
         sys.stdout.write(results.serialize(format=f).decode("utf-8"))
         if fmt == "json":
             sys.stdout.write("\n")

@@ -6,7 +6,7 @@
     ├── CheckpointError (ValueError)        bad input: names file, JSON pointer, question id, rule
     ├── NotFoundError (LookupError)
     │   ├── BenchmarkNotFoundError          no benchmark matches the reference
-    │   └── QuestionNotFoundError (KeyError) no question with that id in the benchmark
+    │   └── QuestionNotFoundError (KeyError, ValueError)  no question with that id
     ├── AmbiguousBenchmarkError (LookupError) a name matches several benchmarks
     ├── DuplicateQuestionError (ValueError)  a question id that already exists
     ├── InvalidValueError (ValueError)       an API argument Karenina would refuse
@@ -62,8 +62,8 @@ class BenchmarkNotFoundError(NotFoundError):
     """No benchmark matches the given id, IRI or name."""
 
 
-class QuestionNotFoundError(NotFoundError, KeyError):
-    """No question with that id in the benchmark."""
+class QuestionNotFoundError(NotFoundError, KeyError, ValueError):
+    """No question with that id in the benchmark (Karenina raises ValueError here)."""
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
         return str(self.args[0]) if self.args else ""

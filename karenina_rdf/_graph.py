@@ -64,11 +64,7 @@ def index_triples(index: Index, skip_predicates: Iterable[str] = ()) -> set[Quad
 
 def parse_triples(triples: Iterable[t.Triple], skip_predicates: Iterable[str] = ()) -> set[QuadTerms]:
     skipped = {t.iri(p) for p in skip_predicates}
-    return {
-        (ox.NamedNode(s[1:-1]), ox.NamedNode(p[1:-1]), t.to_term(o))
-        for s, p, o in triples
-        if p not in skipped
-    }
+    return {(ox.NamedNode(s[1:-1]), ox.NamedNode(p[1:-1]), t.to_term(o)) for s, p, o in triples if p not in skipped}
 
 
 def diff_update(graph: ox.NamedNode, old: set[QuadTerms], new: set[QuadTerms]) -> str | None:
@@ -88,14 +84,35 @@ def diff_update(graph: ox.NamedNode, old: set[QuadTerms], new: set[QuadTerms]) -
 
 def ordered_items(store: ox.Store, graph: ox.NamedNode, bench: str) -> list[str]:
     """The benchmark's DataFeedItem IRIs in checkpoint order."""
-    rows = store.query(
-        f"SELECT ?i ?pos WHERE {{ <{bench}> <{DATA_FEED_ELEMENT}> ?i . "
-        f"OPTIONAL {{ ?i <{KARENINA}position> ?pos }} }}",
-        default_graph=graph,
+    rows = solutions(
+        store.query(
+            f"SELECT ?i ?pos WHERE {{ <{bench}> <{DATA_FEED_ELEMENT}> ?i . "
+            f"OPTIONAL {{ ?i <{KARENINA}position> ?pos }} }}",
+            default_graph=graph,
+        )
     )
     pairs = [(int(r["pos"].value) if r["pos"] is not None else 0, r["i"].value) for r in rows]
     pairs.sort()
     return [i for _, i in pairs]
+
+
+def term_value(term: object) -> str:
+    """The IRI or lexical form of a term (quad positions are typed as unions in pyoxigraph)."""
+    if isinstance(term, (ox.NamedNode, ox.BlankNode, ox.Literal)):
+        return term.value
+    raise TypeError(f"unexpected RDF term {term!r}")
+
+
+def named(term: object) -> ox.NamedNode:
+    if isinstance(term, ox.NamedNode):
+        return term
+    raise TypeError(f"expected an IRI, got {term!r}")
+
+
+def solutions(result: object) -> ox.QuerySolutions:
+    if isinstance(result, ox.QuerySolutions):
+        return result
+    raise TypeError("expected a SELECT query")
 
 
 def question_of(index: Index, item: str) -> str:

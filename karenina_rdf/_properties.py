@@ -75,7 +75,7 @@ def _valid_finished(value: Any) -> bool:
 
 
 def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report: Reporter) -> list[t.Triple]:
-    O = t.iri(owner)
+    subj = t.iri(owner)
     triples: list[t.Triple] = []
     layout: list[list[Any]] = []
     stored: dict[str, str] = {}
@@ -100,12 +100,12 @@ def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report
         # A repeated name with a different value cannot share the typed predicate.
         if pred is not None and (term is None or stored.get(name, term) == term):
             if term is not None and name not in stored:
-                triples.append((O, t.iri(pred), term))
+                triples.append((subj, t.iri(pred), term))
                 stored[name] = term
             layout.append([name, "o" if term is None else ("s" if as_string else "v")])
             continue
         P = t.iri(f"{owner}/properties/{i}")
-        triples.append((O, t.iri(SCHEMA + "additionalProperty"), P))
+        triples.append((subj, t.iri(SCHEMA + "additionalProperty"), P))
         triples.append((P, t.iri(RDF + "type"), t.iri(SCHEMA + "PropertyValue")))
         triples.append((P, t.iri(SCHEMA + "name"), t.string(name)))
         triples.append((P, t.iri(KARENINA + "position"), t.integer(i)))
@@ -113,7 +113,7 @@ def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report
             triples.append((P, t.iri(SCHEMA + "value"), t.value(pv["value"])))
         layout.append(["@", i])
     if layout:
-        triples.append((O, t.iri(_LAYOUT), t.json_literal(layout)))
+        triples.append((subj, t.iri(_LAYOUT), t.json_literal(layout)))
     return triples
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -87,8 +88,9 @@ class RubricTrait(BaseModel):
         if classes is not None:
             kind = "literal"
             min_score, max_score = 0, len(classes) - 1
-        return cls._make(name, "llm", kind, description, higher_is_better, min_score, max_score, classes,
-                         {"summary": summary})
+        return cls._make(
+            name, "llm", kind, description, higher_is_better, min_score, max_score, classes, {"summary": summary}
+        )
 
     @classmethod
     def regex(
@@ -102,8 +104,12 @@ class RubricTrait(BaseModel):
         higher_is_better: bool = True,
         summary: str | None = None,
     ) -> RubricTrait:
-        extra = {"pattern": pattern, "case_sensitive": case_sensitive, "invert_result": invert_result,
-                 "summary": summary}
+        extra = {
+            "pattern": pattern,
+            "case_sensitive": case_sensitive,
+            "invert_result": invert_result,
+            "summary": summary,
+        }
         return cls._make(name, "regex", "boolean", description, higher_is_better, None, None, None, extra)
 
     @classmethod
@@ -122,8 +128,11 @@ class RubricTrait(BaseModel):
         summary: str | None = None,
     ) -> RubricTrait:
         """``code`` is the serialised callable (Karenina stores cloudpickle bytes); kept opaque."""
-        extra = {"callable_code": base64.b64encode(code).decode("ascii"), "invert_result": invert_result,
-                 "summary": summary}
+        extra = {
+            "callable_code": base64.b64encode(code).decode("ascii"),
+            "invert_result": invert_result,
+            "summary": summary,
+        }
         if classes is not None:
             kind, min_score, max_score = "literal", 0, len(classes) - 1
         return cls._make(name, "callable", kind, description, higher_is_better, min_score, max_score, classes, extra)
@@ -141,8 +150,14 @@ class RubricTrait(BaseModel):
         repeated_extraction: bool = True,
         summary: str | None = None,
     ) -> RubricTrait:
-        extra = {"metrics": metrics, "repeated_extraction": repeated_extraction, "evaluation_mode": evaluation_mode,
-                 "tp_instructions": tp_instructions, "tn_instructions": tn_instructions or [], "summary": summary}
+        extra = {
+            "metrics": metrics,
+            "repeated_extraction": repeated_extraction,
+            "evaluation_mode": evaluation_mode,
+            "tp_instructions": tp_instructions,
+            "tn_instructions": tn_instructions or [],
+            "summary": summary,
+        }
         return cls._make(name, "metric", "metric", description, None, None, None, None, extra)
 
     @classmethod
@@ -164,11 +179,20 @@ class RubricTrait(BaseModel):
             values["kind"] = kind
         if classes is not None:
             values["classes"] = classes
-        trait = cls(name=name, trait_type=trait_type, kind=kind, description=description,
-                    higher_is_better=higher_is_better, min_score=min_score, max_score=max_score,
-                    classes=classes, settings=values)
-        problems = [m for sev, _, m in check(_class(trait_type), kind, trait.to_rating("Global"), values)
-                    if sev == "error"]
+        trait = cls(
+            name=name,
+            trait_type=trait_type,
+            kind=kind,
+            description=description,
+            higher_is_better=higher_is_better,
+            min_score=min_score,
+            max_score=max_score,
+            classes=classes,
+            settings=values,
+        )
+        problems = [
+            m for sev, _, m in check(_class(trait_type), kind, trait.to_rating("Global"), values) if sev == "error"
+        ]
         if problems:
             raise InvalidValueError(f"trait {name!r}: " + "; ".join(problems))
         return trait
@@ -183,8 +207,11 @@ class RubricTrait(BaseModel):
         kind = trait_kind(klass, rating, props)
         values = {**_DEFAULTS[trait_type]}
         for key, value in props.items():
-            values[key] = decode_json_string(value) if key in ("classes", "metrics", "tp_instructions",
-                                                                "tn_instructions") else value
+            values[key] = (
+                decode_json_string(value)
+                if key in ("classes", "metrics", "tp_instructions", "tn_instructions")
+                else value
+            )
         if kind == "literal" and isinstance(values.get("classes"), dict):
             values["min_score"], values["max_score"] = 0, len(values["classes"]) - 1
         if kind == "template":
@@ -255,9 +282,20 @@ class RubricTrait(BaseModel):
             put("summary")
             suffix = _TYPE_SUFFIX["metric"]
         else:
-            for key in ("kind", "higher_is_better", "context_mode", "materialize_trace", "persist_trace",
-                        "max_turns", "timeout_seconds", "classes", "model_override", "summary",
-                        "min_score", "max_score"):
+            for key in (
+                "kind",
+                "higher_is_better",
+                "context_mode",
+                "materialize_trace",
+                "persist_trace",
+                "max_turns",
+                "timeout_seconds",
+                "classes",
+                "model_override",
+                "summary",
+                "min_score",
+                "max_score",
+            ):
                 put(key, always=key == "higher_is_better")
             if self.kind == "score":
                 best, worst = float(s.get("max_score") or 5), float(s.get("min_score") or 1)
@@ -274,7 +312,7 @@ class RubricTrait(BaseModel):
 
 
 def _class(trait_type: str) -> str:
-    return {v: k for k, v in _CLASS_TO_TYPE.items()}[trait_type]
+    return next(k for k, v in _CLASS_TO_TYPE.items() if v == trait_type)
 
 
 def coerce_trait(trait: RubricTrait | dict[str, Any]) -> RubricTrait:
@@ -284,10 +322,20 @@ def coerce_trait(trait: RubricTrait | dict[str, Any]) -> RubricTrait:
     if isinstance(trait, dict):
         data = dict(trait)
         trait_type = data.pop("trait_type", None) or (
-            "regex" if "pattern" in data else "callable" if "callable_code" in data else
-            "metric" if "metrics" in data else "llm"
+            "regex"
+            if "pattern" in data
+            else "callable"
+            if "callable_code" in data
+            else "metric"
+            if "metrics" in data
+            else "llm"
         )
-        maker = {"llm": RubricTrait.llm, "regex": RubricTrait.regex, "metric": RubricTrait.metric}.get(trait_type)
+        makers: dict[str, Callable[..., RubricTrait]] = {
+            "llm": RubricTrait.llm,
+            "regex": RubricTrait.regex,
+            "metric": RubricTrait.metric,
+        }
+        maker = makers.get(trait_type)
         if maker is None:
             raise InvalidValueError(f"build {trait_type} traits with RubricTrait.{trait_type}(...)")
         try:

@@ -28,7 +28,7 @@ from ._errors import (
     StoreError,
 )
 from ._export import benchmark_json, item_json, write_json
-from ._graph import DATA_FEED_ELEMENT, node_index, ordered_items
+from ._graph import DATA_FEED_ELEMENT, named, node_index, ordered_items, solutions, term_value
 from ._ids import graph_iri
 from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, PREFIXES, SCHEMA
 
@@ -127,7 +127,7 @@ class Store:
         return cls(None, base_iri=base_iri)
 
     @property
-    def ox(self) -> ox.Store:
+    def oxigraph(self) -> ox.Store:
         """The underlying pyoxigraph store (for tools that need it directly)."""
         return self._ox
 
@@ -145,7 +145,7 @@ class Store:
     # -- catalog ---------------------------------------------------------------------------
     def _live(self) -> dict[str, ox.NamedNode]:
         return {
-            q.subject.value: q.object
+            term_value(q.subject): named(q.object)
             for q in self._ox.quads_for_pattern(None, ox.NamedNode(_GRAPH), None, CATALOG_GRAPH)
         }
 
@@ -159,13 +159,13 @@ class Store:
 
     def _catalog_value(self, bench: str, pred: str) -> str | None:
         for q in self._ox.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(pred), None, CATALOG_GRAPH):
-            return str(q.object.value)
+            return term_value(q.object)
         return None
 
     def _remove_orphans(self) -> None:
         live = set(self._live().values())
         for g in list(self._ox.named_graphs()):
-            if g != CATALOG_GRAPH and g not in live:
+            if isinstance(g, ox.NamedNode) and g != CATALOG_GRAPH and g not in live:
                 self._drop_graph(g)
 
     def _drop_graph(self, graph: ox.NamedNode) -> None:
@@ -182,9 +182,7 @@ class Store:
 
     def mark_edited(self, bench: str) -> None:
         """Forget the content hash of a benchmark changed in place (re-import then replaces it)."""
-        self._ox.update(
-            f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> <{_HASH}> ?h }} }}"
-        )
+        self._ox.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> <{_HASH}> ?h }} }}")
 
     # -- lookups ---------------------------------------------------------------------------
     def benchmarks(self) -> list[BenchmarkSummary]:
@@ -198,13 +196,13 @@ class Store:
 
         def one(pred: str) -> str | None:
             for q in self._ox.quads_for_pattern(b, ox.NamedNode(pred), None, graph):
-                return str(q.object.value)
+                return term_value(q.object)
             return None
 
         traits = self._ox.query(
             f"SELECT (COUNT(*) AS ?n) WHERE {{ ?o <{SCHEMA}contentRating> ?r }}", default_graph=graph
         )
-        n_traits = int(next(iter(traits))["n"].value)
+        n_traits = int(term_value(next(solutions(traits))["n"]))
         n_questions = sum(1 for _ in self._ox.quads_for_pattern(b, ox.NamedNode(DATA_FEED_ELEMENT), None, graph))
         return BenchmarkSummary(
             benchmark_id=one(SCHEMA + "identifier") or bench,
@@ -232,9 +230,9 @@ class Store:
             b = ox.NamedNode(bench)
             for q in self._ox.quads_for_pattern(b, None, None, graph):
                 p = q.predicate.value
-                if p == SCHEMA + "identifier" and q.object.value == ref:
+                if p == SCHEMA + "identifier" and term_value(q.object) == ref:
                     by_id.append(bench)
-                elif p == SCHEMA + "name" and q.object.value == ref:
+                elif p == SCHEMA + "name" and term_value(q.object) == ref:
                     by_name.append(bench)
         if by_id:
             return by_id[0]
@@ -242,9 +240,7 @@ class Store:
             return by_name[0]
         if by_name:
             ids = ", ".join(sorted(self._summary(b, live[b]).benchmark_id for b in by_name))
-            raise AmbiguousBenchmarkError(
-                f"{len(by_name)} benchmarks are named {ref!r}; name one by id: {ids}"
-            )
+            raise AmbiguousBenchmarkError(f"{len(by_name)} benchmarks are named {ref!r}; name one by id: {ids}")
         known = ", ".join(sorted(repr(s.name) for s in self.benchmarks())) or "none"
         raise BenchmarkNotFoundError(f"no benchmark with id, IRI or name {ref!r} (stored: {known})")
 
@@ -322,7 +318,7 @@ class Store:
 
     def _point_catalog(self, bench: str, graph: ox.NamedNode, digest: str | None, source: str | None) -> None:
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        facts = [f"<{bench}> <{_GRAPH}> {graph}", f'<{bench}> <{_IMPORTED}> {json.dumps(now)}']
+        facts = [f"<{bench}> <{_GRAPH}> {graph}", f"<{bench}> <{_IMPORTED}> {json.dumps(now)}"]
         if digest is not None:
             facts.append(f"<{bench}> <{_HASH}> {json.dumps(digest)}")
         if source is not None:
@@ -397,11 +393,13 @@ class Store:
         live = self._live()
         graphs = [live[self.resolve(b)] for b in benchmarks] if benchmarks is not None else list(live.values())
         graphs.append(CATALOG_GRAPH)
+        targets: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = list(graphs)
+        names: list[ox.NamedNode | ox.BlankNode] = list(graphs)
         return self._ox.query(
             sparql,
             prefixes=dict(PREFIXES),
-            default_graph=graphs,
-            named_graphs=graphs,
+            default_graph=targets,
+            named_graphs=names,
             **kwargs,
         )
 
@@ -411,5 +409,5 @@ class Store:
 
 def _question_of(store: ox.Store, graph: ox.NamedNode, item: str) -> str:
     for q in store.quads_for_pattern(ox.NamedNode(item), ox.NamedNode(SCHEMA + "item"), None, graph):
-        return str(q.object.value)
+        return term_value(q.object)
     raise StoreError(f"item {item} has no question")

@@ -16,7 +16,10 @@ from .conftest import CANONICAL, EXAMPLES, corpus_params, load_json
 
 def _quads(store: Store, iri: str) -> set[tuple[str, str, str]]:
     graph = store.graph_of(iri)[1]
-    return {(str(q.subject), str(q.predicate), str(q.object)) for q in store.ox.quads_for_pattern(None, None, None, graph)}
+    return {
+        (str(q.subject), str(q.predicate), str(q.object))
+        for q in store.oxigraph.quads_for_pattern(None, None, None, graph)
+    }
 
 
 def _view(store: Store, iri: str) -> dict[str, Any]:
@@ -35,7 +38,9 @@ def _view(store: Store, iri: str) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("path", corpus_params(loadable_only=True) + [pytest.param(p, id=p.name) for p in sorted(EXAMPLES.glob("*.jsonld"))])
+@pytest.mark.parametrize(
+    "path", corpus_params(loadable_only=True) + [pytest.param(p, id=p.name) for p in sorted(EXAMPLES.glob("*.jsonld"))]
+)
 def test_round_trip(path: Path | None, tmp_path: Path) -> None:
     assert path is not None
     first = Store.memory()

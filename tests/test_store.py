@@ -19,7 +19,7 @@ from .conftest import CORPUS, EXAMPLES, NOT_CHECKPOINTS, corpus_params, load_jso
 
 
 def _all_quads(store: Store) -> set[ox.Quad]:
-    return set(store.ox.quads_for_pattern(None, None, None, None))
+    return set(store.oxigraph.quads_for_pattern(None, None, None, None))
 
 
 @pytest.mark.parametrize("path", corpus_params())
@@ -62,7 +62,7 @@ def test_reimport_replaces_and_same_content_is_unchanged(store: Store) -> None:
     assert len(store.benchmarks()) == 1
     assert store.benchmarks()[0].questions == 2
     # The replaced generation's graph is gone.
-    assert len([g for g in store.ox.named_graphs()]) == 2  # the live graph and the catalog
+    assert len([g for g in store.oxigraph.named_graphs()]) == 2  # the live graph and the catalog
 
 
 def test_same_name_different_benchmarks_do_not_collide(store: Store) -> None:
@@ -98,10 +98,19 @@ def test_failed_import_leaves_store_exactly_as_before(store: Store) -> None:
     store.import_checkpoint(good)
     before = _all_quads(store)
     bad = json.loads(json.dumps(good))
-    bad["dataFeedElement"][3]["item"]["rating"] = [{"@type": "Rating", "name": "x", "bestRating": 1, "worstRating": 5,
-                                                  "additionalType": "karenina:QuestionSpecificRubricTrait",
-                                                  "additionalProperty": [{"@type": "PropertyValue", "name": "min_score", "value": 5},
-                                                                         {"@type": "PropertyValue", "name": "max_score", "value": 1}]}]
+    bad["dataFeedElement"][3]["item"]["rating"] = [
+        {
+            "@type": "Rating",
+            "name": "x",
+            "bestRating": 1,
+            "worstRating": 5,
+            "additionalType": "karenina:QuestionSpecificRubricTrait",
+            "additionalProperty": [
+                {"@type": "PropertyValue", "name": "min_score", "value": 5},
+                {"@type": "PropertyValue", "name": "max_score", "value": 1},
+            ],
+        }
+    ]
     with pytest.raises(CheckpointError, match="min_score 5 >= max_score 1"):
         store.import_checkpoint(bad)
     assert _all_quads(store) == before
@@ -132,20 +141,26 @@ def test_on_disk_store_persists_and_cleans_orphans(tmp_path: Path) -> None:
     with Store(path) as s:
         r = s.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
         # What an import killed between bulk load and catalog update leaves behind.
-        s.ox.add(ox.Quad(ox.NamedNode(r.iri), ox.NamedNode("urn:x"), ox.Literal("stray"), ox.NamedNode(r.iri + "/graph/dead")))
+        s.oxigraph.add(
+            ox.Quad(
+                ox.NamedNode(r.iri), ox.NamedNode("urn:x"), ox.Literal("stray"), ox.NamedNode(r.iri + "/graph/dead")
+            )
+        )
     with Store(path) as s:
         assert [b.questions for b in s.benchmarks()] == [4]
-        assert ox.NamedNode(r.iri + "/graph/dead") not in set(s.ox.named_graphs())
+        assert ox.NamedNode(r.iri + "/graph/dead") not in set(s.oxigraph.named_graphs())
 
 
 def test_query_links_questions_across_benchmarks(store: Store) -> None:
     store.import_paths([EXAMPLES])
-    rows = list(store.query(
-        """SELECT ?text (COUNT(DISTINCT ?b) AS ?n) WHERE {
+    rows = list(
+        store.query(
+            """SELECT ?text (COUNT(DISTINCT ?b) AS ?n) WHERE {
              ?q a schema:Question ; schema:text ?text ; karenina:textMd5 ?md5 ; schema:isPartOf ?b .
              ?q2 karenina:textMd5 ?md5 ; schema:isPartOf ?b2 . FILTER(?b != ?b2)
            } GROUP BY ?text"""
-    ))
+        )
+    )
     assert [(r["text"].value, int(r["n"].value)) for r in rows] == [
         ("What is the primary molecular target of imatinib?", 2)
     ]
@@ -178,19 +193,34 @@ EXAMPLE_DOCS = [load_json(p) for p in sorted(EXAMPLES.glob("*.jsonld"))]
 @pytest.mark.parametrize(
     ("sparql", "expected"),
     [
-        ("SELECT (COUNT(*) AS ?n) WHERE { ?q karenina:finished false }",
-         sum(v is False for _, v in _pvs(EXAMPLE_DOCS, "finished"))),
-        ("SELECT (COUNT(*) AS ?n) WHERE { ?t karenina:maxScore ?m FILTER(datatype(?m) = xsd:integer && ?m = 5) }",
-         sum(v == 5 for _, v in _pvs(EXAMPLE_DOCS, "max_score"))),
-        ("SELECT (COUNT(*) AS ?n) WHERE { ?t a karenina:RegexRubricTrait ; karenina:caseSensitive false }",
-         sum(v is False for _, v in _pvs(EXAMPLE_DOCS, "case_sensitive"))),
-        ("SELECT (COUNT(*) AS ?n) WHERE { ?q karenina:author ?a FILTER(datatype(?a) = rdf:JSON) }",
-         len(_pvs(EXAMPLE_DOCS, "author"))),
-        ("SELECT (COUNT(*) AS ?n) WHERE { ?t a schema:SoftwareSourceCode ; karenina:templateId ?id }",
-         sum(len(d["dataFeedElement"]) for d in EXAMPLE_DOCS)),
+        (
+            "SELECT (COUNT(*) AS ?n) WHERE { ?q karenina:finished false }",
+            sum(v is False for _, v in _pvs(EXAMPLE_DOCS, "finished")),
+        ),
+        (
+            "SELECT (COUNT(*) AS ?n) WHERE { ?t karenina:maxScore ?m FILTER(datatype(?m) = xsd:integer && ?m = 5) }",
+            sum(v == 5 for _, v in _pvs(EXAMPLE_DOCS, "max_score")),
+        ),
+        (
+            "SELECT (COUNT(*) AS ?n) WHERE { ?t a karenina:RegexRubricTrait ; karenina:caseSensitive false }",
+            sum(v is False for _, v in _pvs(EXAMPLE_DOCS, "case_sensitive")),
+        ),
+        (
+            "SELECT (COUNT(*) AS ?n) WHERE { ?q karenina:author ?a FILTER(datatype(?a) = rdf:JSON) }",
+            len(_pvs(EXAMPLE_DOCS, "author")),
+        ),
+        (
+            "SELECT (COUNT(*) AS ?n) WHERE { ?t a schema:SoftwareSourceCode ; karenina:templateId ?id }",
+            sum(len(d["dataFeedElement"]) for d in EXAMPLE_DOCS),
+        ),
     ],
-    ids=["finished is xsd:boolean", "max_score is xsd:integer", "regex settings typed", "author is rdf:JSON",
-         "templates keep template_id"],
+    ids=[
+        "finished is xsd:boolean",
+        "max_score is xsd:integer",
+        "regex settings typed",
+        "author is rdf:JSON",
+        "templates keep template_id",
+    ],
 )
 def test_settings_are_typed_data(store: Store, sparql: str, expected: int) -> None:
     assert expected > 0, "the examples must exercise this setting"

@@ -1,0 +1,56 @@
+"""The curated public API: changing it is a decision, so this test must be edited with it."""
+
+from __future__ import annotations
+
+import karenina_rdf
+
+EXPECTED = sorted(
+    [
+        "CANONICAL_CONTEXT",
+        "KARENINA",
+        "SCHEMA",
+        "AmbiguousBenchmarkError",
+        "Benchmark",
+        "BenchmarkNotFoundError",
+        "BenchmarkSummary",
+        "CheckpointError",
+        "DuplicateQuestionError",
+        "ImportReport",
+        "ImportResult",
+        "InvalidValueError",
+        "KareninaRDFError",
+        "NotFoundError",
+        "Problem",
+        "Question",
+        "QuestionNotFoundError",
+        "RubricTrait",
+        "Store",
+        "StoreError",
+        "__version__",
+        "generate_question_id",
+        "map_checkpoint",
+        "question_md5_id",
+        "read_file",
+        "template_id",
+    ]
+)
+
+
+def test_all_is_sorted_and_exact() -> None:
+    assert karenina_rdf.__all__ == sorted(karenina_rdf.__all__)
+    assert karenina_rdf.__all__ == EXPECTED
+
+
+def test_every_name_exists_and_private_modules_stay_private() -> None:
+    for name in karenina_rdf.__all__:
+        assert hasattr(karenina_rdf, name), name
+    for name, obj in vars(karenina_rdf).items():
+        if hasattr(obj, "__module__") and isinstance(obj, type) and name in karenina_rdf.__all__:
+            assert obj.__module__.startswith("karenina_rdf._"), name
+
+
+def test_errors_form_one_tree() -> None:
+    for name in karenina_rdf.__all__:
+        obj = getattr(karenina_rdf, name)
+        if isinstance(obj, type) and issubclass(obj, Exception):
+            assert issubclass(obj, karenina_rdf.KareninaRDFError), name
