@@ -1,0 +1,53 @@
+"""Documentation that must not drift: the quick start, every CLI command, the examples script."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from karenina_rdf._cli import app
+
+from .conftest import ROOT
+
+README = (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_quick_start_is_one_block_of_two_commands() -> None:
+    section = README.split("## Quick start", 1)[1]
+    block = re.search(r"```\w*\n(.*?)```", section, re.S)
+    assert block is not None
+    lines = [line for line in block.group(1).splitlines() if line.strip()]
+    assert len(lines) == 2
+    assert "karenina-rdf import examples/" in lines[0]
+    assert "pytest" in lines[1]
+
+
+def test_ci_runs_the_readme_test_command() -> None:
+    section = README.split("## Quick start", 1)[1]
+    test_line = re.search(r"```\w*\n(.*?)```", section, re.S).group(1).strip().splitlines()[1]  # type: ignore[union-attr]
+    assert test_line in (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+
+
+def test_every_cli_command_is_documented() -> None:
+    names = [c.name or (c.callback.__name__ if c.callback else "") for c in app.registered_commands]
+    assert names, "no commands registered"
+    for name in names:
+        assert f"`karenina-rdf {name}" in README, f"README does not document `karenina-rdf {name}`"
+        command = next(
+            c for c in app.registered_commands if c.name == name or (c.callback and c.callback.__name__ == name)
+        )
+        assert command.callback is not None and command.callback.__doc__, f"{name} has no help text"
+
+
+def test_docs_exist() -> None:
+    for doc in ("docs/ARCHITECTURE.md", "docs/data-model.md", "docs/performance.md"):
+        assert (ROOT / doc).is_file(), doc
+
+
+def test_api_example_runs() -> None:
+    r = subprocess.run(
+        [sys.executable, "examples/api_example.py"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert "shared: 'What is the primary molecular target of imatinib?' in 2 benchmarks" in r.stdout
