@@ -343,6 +343,11 @@ class Benchmark:
             raise TypeError(f"question must be a string, dict, or Question object, got {type(question)}")
         if not text:
             raise InvalidValueError("question text must not be empty")
+        if self._header().get("hasPart"):
+            raise InvalidValueError(
+                "Cannot add standalone questions to a scenario benchmark. "
+                "Scenarios and standalone questions cannot coexist in the same benchmark."
+            )
         code = _template_code(answer_template) if answer_template is not None else default_template(text)
         existing = set(self.get_question_ids())
         if question_id is None:

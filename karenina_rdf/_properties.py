@@ -8,6 +8,8 @@ list's order and encodings so that export writes back exactly what Karenina wrot
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -74,6 +76,21 @@ def _valid_finished(value: Any) -> bool:
     return isinstance(value, str) and value.strip().lower() in _BOOL_WORDS
 
 
+def _term(name: str, value: Any) -> str:
+    # Callable payloads are opaque bytes (cloudpickle); typing them says so to shapes and queries.
+    if name == "callable_code" and isinstance(value, str) and value and _is_base64(value):
+        return t.base64_binary(value)
+    return t.value(value)
+
+
+def _is_base64(value: str) -> bool:
+    try:
+        base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        return False
+    return True
+
+
 def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report: Reporter) -> list[t.Triple]:
     subj = t.iri(owner)
     triples: list[t.Triple] = []
@@ -96,7 +113,7 @@ def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report
         pred = predicate(owner_kind, name)
         has_value = "value" in pv
         value, as_string = _decode(name, pv.get("value"))
-        term = t.value(value) if has_value else None
+        term = _term(name, value) if has_value else None
         # A repeated name with a different value cannot share the typed predicate.
         if pred is not None and (term is None or stored.get(name, term) == term):
             if term is not None and name not in stored:
