@@ -129,7 +129,7 @@ class Benchmark:
         graph = self._graph
         old = index_triples(self._header_index(), skip_predicates=[DATA_FEED_ELEMENT])
         doc = dict(header, dataFeedElement=[])
-        mapped = map_checkpoint(doc, base_iri=self.store.base_iri)
+        mapped = map_checkpoint(doc, base_iri=self.store.base_iri, keep_id=self.id)
         if mapped.iri != self.iri:
             raise InvalidValueError("a benchmark's id cannot be changed in place; export and import it instead")
         new = parse_triples(mapped.triples, skip_predicates=[DATA_FEED_ELEMENT])
@@ -176,6 +176,8 @@ class Benchmark:
 
     def _edit_question(self, question_id: str, change: Any) -> None:
         item = self._item_json(question_id)
+        # An id derived from the text would change with it: the question keeps the id it has.
+        item["@id"] = question_id
         change(item["item"])
         item["dateModified"] = _now()
         self._write_item(question_id, item, self._position(question_id))
@@ -186,7 +188,12 @@ class Benchmark:
 
     @property
     def id(self) -> str:
-        return str(self.store.summary(self.iri).benchmark_id)
+        """The benchmark's identity: its checkpoint ``@id``, or the id derived at import."""
+        for q in self.store.oxigraph.quads_for_pattern(
+            ox.NamedNode(self.iri), ox.NamedNode(SCHEMA + "identifier"), None, self._graph
+        ):
+            return term_value(q.object)
+        return self.iri
 
     @property
     def name(self) -> str:
@@ -400,9 +407,18 @@ class Benchmark:
         index = self._item_index(question_id)
         if index is None:
             return False
+        position = self._position(question_id)
         old = index_triples(index)
         old.add((ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id))))
-        self._apply(diff_update(self._graph, old, set()), self._touch())
+        graph = self._graph
+        # Later items move up one, so positions stay 0..n-1, as a re-import would number them.
+        renumber = (
+            f"DELETE {{ GRAPH {graph} {{ ?i <{KARENINA}position> ?p }} }} "
+            f"INSERT {{ GRAPH {graph} {{ ?i <{KARENINA}position> ?q }} }} "
+            f"WHERE {{ GRAPH {graph} {{ <{self.iri}> <{DATA_FEED_ELEMENT}> ?i . ?i <{KARENINA}position> ?p "
+            f"FILTER(?p > {position}) BIND(?p - 1 AS ?q) }} }}"
+        )
+        self._apply(diff_update(graph, old, set()), renumber, self._touch())
         return True
 
     def update_question_metadata(self, question_id: str, **metadata: Any) -> None:
@@ -484,8 +500,10 @@ class Benchmark:
         return traits or None
 
     def clear_global_rubric(self) -> None:
+        """Remove every global trait, dynamic ones included (Karenina sets ``rating`` to None)."""
         header = self._header()
-        header.update(rating=[r for r in header.get("rating") or [] if "Dynamic" in r.get("additionalType", "")])
+        header.pop("rating", None)
+        header["dateModified"] = _now()
         self._apply(self._header_update(header))
 
     def add_question_rubric_trait(self, question_id: str, trait: RubricTrait | dict[str, Any]) -> None:
@@ -500,7 +518,10 @@ class Benchmark:
         self._edit_question(question_id, change)
 
     def get_question_rubric(self, question_id: str) -> list[RubricTrait] | None:
-        return self.get_question(question_id).question_rubric
+        try:
+            return self.get_question(question_id).question_rubric
+        except QuestionNotFoundError:
+            return None
 
     # -- filtering -------------------------------------------------------------------------
     def filter_by_metadata(self, field_path: str, value: Any, match_mode: str = "exact") -> list[Question]:
@@ -564,10 +585,20 @@ def _template_code(template: str | type) -> str:
     if isinstance(template, str):
         return template
     if inspect.isclass(template):
+        if not any(c.__name__ == "BaseAnswer" for c in template.__mro__[1:]):
+            raise TypeError(f"Template class must inherit from BaseAnswer, got {template.__name__}")
         try:
-            return textwrap.dedent(inspect.getsource(template))
+            source = textwrap.dedent(inspect.getsource(template))
         except (OSError, TypeError) as exc:
             raise InvalidValueError(f"Could not extract source code from class {template.__name__}: {exc}") from None
+        if template.__name__ == "Answer":
+            return source
+        # Karenina renames the class to `Answer` through the AST (and so reformats it).
+        tree = ast.parse(source)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == template.__name__:
+                node.name = "Answer"
+        return ast.unparse(tree)
     raise TypeError(f"template must be a string or a class, got {type(template).__name__}")
 
 

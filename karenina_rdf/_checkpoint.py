@@ -23,7 +23,6 @@ from ._ids import (
     item_iri,
     md5_hex,
     question_iri,
-    segment,
     template_id,
     trait_iri,
 )
@@ -58,7 +57,7 @@ class TripleSink:
 
     def append(self, triple: t.Triple) -> None:
         line = f"{triple[0]} {triple[1]} {triple[2]} .\n"
-        self._hash.update(line.encode("utf-8", "surrogatepass"))
+        self._hash.update(line.encode("utf-8"))  # strict: a lone surrogate is refused here
         self.count += 1
         if self.stream is None:
             self.triples.append(triple)
@@ -105,6 +104,8 @@ def read_json(data: bytes, source: str) -> Any:
         ) from None
     try:
         return json.loads(text)
+    except RecursionError:
+        raise CheckpointError([Problem("JSON nested too deeply to be a checkpoint", source)]) from None
     except json.JSONDecodeError as exc:
         what = "file ends before the JSON does (truncated?)" if exc.pos >= len(text.rstrip()) else "not valid JSON"
         raise CheckpointError([Problem(f"{what}: {exc.msg} (column {exc.colno})", source, line=exc.lineno)]) from None
@@ -120,7 +121,8 @@ def read_file(path: str | Path) -> Any:
 
 
 class _Mapper:
-    def __init__(self, base_iri: str, source: str | None, sink: TripleSink) -> None:
+    def __init__(self, base_iri: str, source: str | None, sink: TripleSink, keep_id: str | None = None) -> None:
+        self.keep_id = keep_id
         self.base_iri = base_iri
         self.source = source
         self.triples = sink
@@ -222,7 +224,8 @@ class _Mapper:
         bid = self.text(root, "@id", "")
         derived = bid is None
         if bid is None:
-            bid = derived_benchmark_id(name or "", version)
+            # An edited benchmark keeps the identity it was imported under, even when renamed.
+            bid = self.keep_id or derived_benchmark_id(name or "", version)
         b = benchmark_iri(self.base_iri, bid)
         B = t.iri(b)
         self.add(B, _TYPE, _s("DataFeed"))
@@ -245,8 +248,9 @@ class _Mapper:
             self.fail(
                 "/hasPart", "checkpoint contains both questions and scenarios; a benchmark holds one or the other"
             )
+        taken: set[str] = set()
         for i, scenario in enumerate(scenarios):
-            self.scenario(b, i, scenario)
+            self.scenario(b, i, scenario, taken)
         pvs = self.array(root, "additionalProperty", "")
         if pvs is not None:
             self.triples.extend(map_properties(b, "benchmark", pvs, "/additionalProperty", self))
@@ -292,7 +296,7 @@ class _Mapper:
             self.fail(ptr, "missing required field 'item'")
         text = question.get("text") if question else None
         qid = self.text(item, "@id", ptr)
-        if qid is None:
+        if not qid:  # Karenina: `item.id or generate_question_id(text)`
             qid = generate_question_id(text if isinstance(text, str) else "")
         self.qid = qid
         if qid in seen:
@@ -415,8 +419,9 @@ class _Mapper:
         cls = trait_class(kind_type, props)
         kind = trait_kind(cls, r, props)
         for severity, prop, message in check(cls, kind, r, props):
-            where = f"{ptr}/additionalProperty[name={prop}]" if prop not in ("name", "description") else f"{ptr}/{prop}"
-            (self.fail if severity == "error" else self.warn)(where, f"trait {name!r}: {message}")
+            (self.fail if severity == "error" else self.warn)(
+                _setting_pointer(ptr, r, prop), f"trait {name!r}: {message}"
+            )
         T = t.iri(trait_iri(owner, name or "", taken))
         self.add(t.iri(owner), _s("contentRating"), T)
         self.add(T, _TYPE, _s("Rating"))
@@ -429,7 +434,10 @@ class _Mapper:
         for key in ("bestRating", "worstRating"):
             if isinstance(r.get(key), (int, float)) and not isinstance(r.get(key), bool):
                 # Karenina reads and re-writes these as floats whatever the file had (spec §10).
-                self.add(T, _s(key), t.double(float(r[key])))
+                try:
+                    self.add(T, _s(key), t.double(float(r[key])))
+                except OverflowError:
+                    self.fail(f"{ptr}/{key}", f"{key!r} is too large for a number")
         if "ratingValue" in r:
             self.add(T, _s("ratingValue"), t.value(r["ratingValue"]))
         self.literal(T, _s("ratingExplanation"), r, "ratingExplanation", ptr)
@@ -440,7 +448,7 @@ class _Mapper:
             self.triples.extend(map_properties(T[1:-1], "trait", pvs, f"{ptr}/additionalProperty", self))
         self.empty_lists(T, r, ("additionalProperty",))
 
-    def scenario(self, b: str, i: int, node: Any) -> None:
+    def scenario(self, b: str, i: int, node: Any, taken: set[str]) -> None:
         ptr = f"/hasPart/{i}"
         s = self.obj(node, ptr, "a scenario", "karenina:Scenario")
         if s is None:
@@ -450,7 +458,7 @@ class _Mapper:
         if not isinstance(s.get("nodes"), dict):
             self.fail(ptr, "a scenario needs 'nodes', an object keyed by node id")
         self.array(s, "edges", ptr, required=True)
-        S = t.iri(f"{b}/scenarios/{segment(name or str(i))}")
+        S = t.iri(trait_iri(b, name or "", taken).replace("/traits/", "/scenarios/"))
         self.add(t.iri(b), _s("hasPart"), S)
         self.add(S, _TYPE, _k("Scenario"))
         self.add(S, _k("position"), t.integer(i))
@@ -461,22 +469,56 @@ class _Mapper:
 
 
 def map_checkpoint(
-    doc: Any, *, base_iri: str, source: str | None = None, stream: IO[str] | None = None
+    doc: Any,
+    *,
+    base_iri: str,
+    source: str | None = None,
+    stream: IO[str] | None = None,
+    keep_id: str | None = None,
 ) -> MappedBenchmark:
     """Check a parsed checkpoint against Karenina's load rules and map it to triples.
 
     With ``stream`` the triples are written there as N-Triples instead of kept in memory.
+    ``keep_id`` is the identity to use when the document has no ``@id`` (an edited benchmark).
     """
-    return _Mapper(base_iri, source, TripleSink(stream)).benchmark(doc)
+    mapper = _Mapper(base_iri, source, TripleSink(stream), keep_id)
+    try:
+        return mapper.benchmark(doc)
+    except UnicodeEncodeError as exc:
+        raise CheckpointError([_surrogate(exc, source, mapper.qid)]) from None
+
+
+def _surrogate(exc: UnicodeEncodeError, source: str | None, qid: str | None) -> Problem:
+    # JSON allows "\ud800" escapes that no Unicode text can hold; Python parses them anyway.
+    bad = exc.object[exc.start : exc.end].encode("utf-16", "surrogatepass")[2:].hex()
+    return Problem(
+        f"a string holds an unpaired UTF-16 surrogate (\\u{bad}), which is not text", source, question_id=qid
+    )
 
 
 def map_item(node: Any, *, bench_iri: str, position: int, base_iri: str) -> list[t.Triple]:
     """Map one DataFeedItem (an authoring change) to triples, with the load rules of a file."""
     mapper = _Mapper(base_iri, None, TripleSink())
-    mapper.item(bench_iri, position, node, {})
+    try:
+        mapper.item(bench_iri, position, node, {})
+    except UnicodeEncodeError as exc:
+        raise CheckpointError([_surrogate(exc, None, mapper.qid)]) from None
     if mapper.problems:
         raise CheckpointError(mapper.problems)
     return mapper.triples.triples
+
+
+def _setting_pointer(ptr: str, rating: dict[str, Any], prop: str) -> str:
+    """JSON pointer to the value of a trait setting (the last one, which Karenina reads)."""
+    if prop in ("name", "description"):
+        return f"{ptr}/{prop}"
+    pvs = rating.get("additionalProperty")
+    if isinstance(pvs, list):
+        for j in range(len(pvs) - 1, -1, -1):
+            if isinstance(pvs[j], dict) and pvs[j].get("name") == prop:
+                return f"{ptr}/additionalProperty/{j}/value"
+        return f"{ptr}/additionalProperty"
+    return ptr
 
 
 def _json_type(value: Any) -> str:

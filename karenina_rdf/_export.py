@@ -144,20 +144,23 @@ def rating_json(index: Index, r: str) -> dict[str, Any]:
     return out
 
 
-_ITEMS_MARK = "\x00karenina-rdf-items\x00"
+def _dumps(value: Any, indent: str) -> str:
+    # Nested values re-indented: what json.dumps(indent=2) writes at that depth.
+    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + indent)
 
 
 def write_json(out: IO[str], header: dict[str, Any], items: Iterable[dict[str, Any]]) -> None:
     """Write a checkpoint as Karenina's ``json.dump(indent=2, ensure_ascii=False)`` would,
     with the items streamed one by one so a 100k-question export never holds them all."""
-    doc = dict(header)
-    doc["dataFeedElement"] = _ITEMS_MARK
-    before, after = json.dumps(doc, indent=2, ensure_ascii=False).split(json.dumps(_ITEMS_MARK), 1)
-    out.write(before)
-    first_item = True
-    for item in items:
-        text = json.dumps(item, indent=2, ensure_ascii=False).replace("\n", "\n    ")
-        out.write(("[\n    " if first_item else ",\n    ") + text)
-        first_item = False
-    out.write("[]" if first_item else "\n  ]")
-    out.write(after)
+    out.write("{")
+    for n, (key, value) in enumerate(header.items()):
+        out.write(("\n  " if n == 0 else ",\n  ") + json.dumps(key, ensure_ascii=False) + ": ")
+        if key != "dataFeedElement":
+            out.write(_dumps(value, "  "))
+            continue
+        first_item = True
+        for item in items:
+            out.write(("[\n    " if first_item else ",\n    ") + _dumps(item, "    "))
+            first_item = False
+        out.write("[]" if first_item else "\n  ]")
+    out.write("\n}" if header else "}")

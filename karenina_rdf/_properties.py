@@ -68,6 +68,12 @@ def _decode(name: str, value: Any) -> tuple[Any, bool]:
     return value, False
 
 
+def _finished_value(value: Any) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes", "on", "t", "y")
+    return bool(value)
+
+
 def _valid_finished(value: Any) -> bool:
     if isinstance(value, bool):
         return True
@@ -108,18 +114,29 @@ def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report
         if pv.get("@type", "PropertyValue") != "PropertyValue":
             report.fail(f"{here}/@type", f"must have @type 'PropertyValue', got {pv['@type']!r}")
             continue
-        if name == "finished" and owner_kind == "question" and not _valid_finished(pv.get("value")):
-            report.fail(here, f"'finished' must be a boolean, got {json.dumps(pv.get('value'))}")
+        raw = pv.get("value")
+        if name == "finished" and owner_kind == "question" and not _valid_finished(raw):
+            report.fail(f"{here}/value", f"'finished' must be a boolean, got {json.dumps(raw)}")
+        if name in ("answer_notes", "workspace_path") and owner_kind == "question" and not isinstance(raw, str | None):
+            report.fail(f"{here}/value", f"{name!r} must be a string, got {json.dumps(raw)}")
         pred = predicate(owner_kind, name)
-        has_value = "value" in pv
-        value, as_string = _decode(name, pv.get("value"))
+        # Karenina drops null values on save (exclude_none): a null is the same as no value.
+        has_value = raw is not None
+        value, as_string = _decode(name, raw)
         term = _term(name, value) if has_value else None
+        coerced = name == "finished" and owner_kind == "question" and has_value and not isinstance(raw, bool)
+        if coerced and _valid_finished(raw):
+            # Typed as the boolean Karenina reads it as; the layout keeps the original to write back.
+            term = t.boolean(_finished_value(raw))
         # A repeated name with a different value cannot share the typed predicate.
         if pred is not None and (term is None or stored.get(name, term) == term):
             if term is not None and name not in stored:
                 triples.append((subj, t.iri(pred), term))
                 stored[name] = term
-            layout.append([name, "o" if term is None else ("s" if as_string else "v")])
+            if coerced:
+                layout.append([name, "r", raw])
+            else:
+                layout.append([name, "o" if term is None else ("s" if as_string else "v")])
             continue
         P = t.iri(f"{owner}/properties/{i}")
         triples.append((subj, t.iri(SCHEMA + "additionalProperty"), P))
@@ -154,9 +171,11 @@ def properties_json(index: Index, owner: str, owner_kind: str) -> list[dict[str,
                 pv["value"] = t.to_python(raw[0])
             out.append(pv)
             continue
-        name, enc = entry
+        name, enc = entry[0], entry[1]
         pv = {"@type": "PropertyValue", "name": name}
-        if enc != "o":
+        if enc == "r":
+            pv["value"] = entry[2]
+        elif enc != "o":
             pred = predicate(owner_kind, name)
             value = first(index, owner, pred) if pred else None
             pv["value"] = json.dumps(value) if enc == "s" else value

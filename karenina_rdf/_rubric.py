@@ -251,7 +251,7 @@ class RubricTrait(BaseModel):
                 put("classes")
                 best = float(len(self.classes or {}) - 1)
             elif self.kind == "score":
-                best, worst = float(s.get("max_score") or 5), float(s.get("min_score") or 1)
+                best, worst = _score_range(s)
             suffix = "LLMRubricTrait" if self.kind == "literal" else "RubricTrait"
         elif self.trait_type == "regex":
             for key in ("pattern", "case_sensitive", "invert_result"):
@@ -266,7 +266,7 @@ class RubricTrait(BaseModel):
             if self.kind == "score":
                 put("min_score")
                 put("max_score")
-                best, worst = float(s.get("max_score") or 5), float(s.get("min_score") or 1)
+                best, worst = _score_range(s)
             elif self.kind == "literal":
                 best = float(len(self.classes or {}) - 1)
             put("summary")
@@ -298,7 +298,7 @@ class RubricTrait(BaseModel):
             ):
                 put(key, always=key == "higher_is_better")
             if self.kind == "score":
-                best, worst = float(s.get("max_score") or 5), float(s.get("min_score") or 1)
+                best, worst = _score_range(s)
             suffix = _TYPE_SUFFIX["agentic"]
         rating: dict[str, Any] = {"@type": "Rating", "name": self.name}
         if self.description is not None:
@@ -309,6 +309,12 @@ class RubricTrait(BaseModel):
             {"@type": "PropertyValue", "name": k, **({} if v is None else {"value": v})} for k, v in props
         ]
         return rating
+
+
+def _score_range(settings: dict[str, Any]) -> tuple[float, float]:
+    """best/worst of a score trait: the range, 5.0/1.0 when unset (null checks, not truthiness)."""
+    hi, lo = settings.get("max_score"), settings.get("min_score")
+    return float(5 if hi is None else hi), float(1 if lo is None else lo)
 
 
 def _class(trait_type: str) -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ from ._errors import (
     AmbiguousBenchmarkError,
     BenchmarkNotFoundError,
     CheckpointError,
+    KareninaRDFError,
     Problem,
     StoreError,
 )
@@ -42,6 +44,8 @@ _GRAPH = KARENINA + "graph"
 _HASH = KARENINA + "contentHash"
 _SOURCE = KARENINA + "importedFrom"
 _IMPORTED = KARENINA + "importedAt"
+_STORE_NODE = "urn:karenina-rdf:store"
+_BASE = KARENINA + "baseIri"
 
 
 class ImportResult(BaseModel):
@@ -92,8 +96,19 @@ def default_store_path() -> Path:
 
 
 def default_base_iri() -> str:
-    base = os.environ.get(BASE_IRI_ENV) or DEFAULT_BASE_IRI
-    return base if base.endswith(("/", "#")) else base + "/"
+    return normalise_base_iri(os.environ.get(BASE_IRI_ENV) or DEFAULT_BASE_IRI)
+
+
+def normalise_base_iri(base: str) -> str:
+    """An absolute IRI ending in ``/`` or ``#``, so minted IRIs append cleanly."""
+    base = base if base.endswith(("/", "#")) else base + "/"
+    if not re.match(r"[A-Za-z][A-Za-z0-9+.-]*:", base):
+        raise StoreError(f"base IRI {base!r} is not an absolute IRI (e.g. http://127.0.0.1:8000/)")
+    try:
+        ox.NamedNode(base + "benchmarks/x")
+    except ValueError as exc:
+        raise StoreError(f"base IRI {base!r} is not a valid IRI: {exc}") from None
+    return base
 
 
 def checkpoint_files(paths: Iterable[str | Path]) -> Iterator[Path]:
@@ -111,7 +126,7 @@ class Store:
 
     def __init__(self, path: str | Path | None = None, *, base_iri: str | None = None) -> None:
         self.path = Path(path) if path is not None else None
-        self.base_iri = base_iri or default_base_iri()
+        requested = normalise_base_iri(base_iri) if base_iri else None
         try:
             if self.path is None:
                 self._ox = ox.Store()
@@ -120,7 +135,22 @@ class Store:
                 self._ox = ox.Store(str(self.path))
         except OSError as exc:
             raise StoreError(f"cannot open store at {self.path}: {exc}") from None
+        self.base_iri = self._settle_base_iri(requested)
         self._remove_orphans()
+
+    def _settle_base_iri(self, requested: str | None) -> str:
+        # Every stored IRI was minted under one base; a second base would split identities.
+        stored = self._catalog_value(_STORE_NODE, _BASE)
+        if stored is not None:
+            if requested is not None and requested != stored:
+                raise StoreError(
+                    f"the store at {self.path} mints IRIs under {stored!r}, not {requested!r}; "
+                    "export its benchmarks and import them into a new store to change it"
+                )
+            return stored
+        base = requested or default_base_iri()
+        self._ox.update(f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ <{_STORE_NODE}> <{_BASE}> {json.dumps(base)} }} }}")
+        return base
 
     @classmethod
     def memory(cls, *, base_iri: str | None = None) -> Store:
@@ -340,8 +370,8 @@ class Store:
                 report.imported.append(self.import_checkpoint(f))
             except CheckpointError as exc:
                 report.errors.extend(str(p) for p in exc.problems)
-            except StoreError as exc:
-                report.errors.append(str(exc))
+            except KareninaRDFError as exc:
+                report.errors.append(f"{f}: {exc}")
         return report
 
     def create_empty(self, doc: dict[str, Any]) -> str:

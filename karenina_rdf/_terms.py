@@ -64,7 +64,12 @@ def value(v: Any) -> str:
         return boolean(v)
     if isinstance(v, int):
         return integer(v)
-    if isinstance(v, float) and math.isfinite(v):
+    if isinstance(v, float):
+        # Python's json reads NaN/Infinity; xsd:double spells them NaN/INF/-INF.
+        if math.isnan(v):
+            return typed("NaN", _XSD_DOUBLE)
+        if math.isinf(v):
+            return typed("INF" if v > 0 else "-INF", _XSD_DOUBLE)
         return double(v)
     if isinstance(v, str):
         return string(v)

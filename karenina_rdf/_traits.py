@@ -24,7 +24,8 @@ def normalise_type(value: str) -> str:
 def settings(rating: dict[str, Any]) -> dict[str, Any]:
     """The Rating's additionalProperty list as a dict, last occurrence winning, as Karenina reads it."""
     out: dict[str, Any] = {}
-    for pv in rating.get("additionalProperty") or []:
+    pvs = rating.get("additionalProperty")
+    for pv in pvs if isinstance(pvs, list) else []:
         if isinstance(pv, dict) and isinstance(pv.get("name"), str):
             out[pv["name"]] = pv.get("value")
     return out
@@ -68,9 +69,12 @@ def trait_kind(cls: str, rating: dict[str, Any], props: dict[str, Any]) -> str:
 
 def check(cls: str, kind: str, rating: dict[str, Any], props: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
     """Yield (severity, property, message) for every rule of Karenina's trait models broken here."""
-    if not rating.get("name"):
+    name = rating.get("name")
+    if not isinstance(name, str):
+        pass  # reported by the mapper as a wrong type
+    elif not name:
         yield "error", "name", "a rubric trait needs a non-empty name"
-    elif "." in rating["name"]:
+    elif "." in name:
         yield "error", "name", "trait names may not contain '.' (Karenina's Rubric refuses them)"
     if kind in ("score",) and cls in ("LLMRubricTrait", "CallableRubricTrait", "AgenticRubricTrait"):
         lo, hi = props.get("min_score"), props.get("max_score")
@@ -80,6 +84,7 @@ def check(cls: str, kind: str, rating: dict[str, Any], props: dict[str, Any]) ->
         classes = decode_json_string(props.get("classes"))
         if not isinstance(classes, dict) or not 2 <= len(classes) <= 20:
             yield "error", "classes", "a literal trait needs 'classes': an object of 2 to 20 names"
+    yield from _check_types(props)
     if kind not in ("boolean", "score", "literal", "template", "metric"):
         yield "error", "kind", f"unknown trait kind {kind!r} (boolean, score, literal or a template)"
     if cls == "RegexRubricTrait":
@@ -90,6 +95,49 @@ def check(cls: str, kind: str, rating: dict[str, Any], props: dict[str, Any]) ->
         yield from _check_metric(props)
     elif cls == "AgenticRubricTrait":
         yield from _check_agentic(rating, props)
+
+
+_BOOL_SETTINGS = (
+    "case_sensitive",
+    "invert_result",
+    "repeated_extraction",
+    "materialize_trace",
+    "persist_trace",
+    "deep_judgment_enabled",
+    "deep_judgment_excerpt_enabled",
+    "deep_judgment_search_enabled",
+)
+_INT_SETTINGS = ("min_score", "max_score", "deep_judgment_max_excerpts", "deep_judgment_excerpt_retry_attempts")
+_STR_SETTINGS = ("summary", "pattern", "callable_code", "evaluation_mode", "context_mode", "dynamic_trait_type")
+
+
+def _check_types(props: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
+    """The JSON types Karenina's trait models accept for each setting (null = not set)."""
+    for key, value in props.items():
+        if value is None:
+            continue
+        if key in _BOOL_SETTINGS or key == "higher_is_better":
+            if not isinstance(value, bool):
+                yield "error", key, f"{key} must be true or false, got {json.dumps(value)}"
+        elif key in _INT_SETTINGS:
+            if isinstance(value, bool) or not isinstance(value, int):
+                yield "error", key, f"{key} must be an integer, got {json.dumps(value)}"
+        elif key in _STR_SETTINGS:
+            if not isinstance(value, str):
+                yield "error", key, f"{key} must be a string, got {json.dumps(value)}"
+        elif key == "kind":
+            if not isinstance(value, (str, dict)):
+                yield "error", key, f"kind must be a string or a template object, got {json.dumps(value)}"
+        elif key == "classes":
+            classes = decode_json_string(value)
+            if isinstance(classes, dict) and not all(isinstance(v, str) for v in classes.values()):
+                yield "error", key, "literal classes must map each class name to a description string"
+        elif key == "deep_judgment_fuzzy_match_threshold" and not _unit_number(value):
+            yield "error", key, f"{key} must be a number from 0 to 1"
+
+
+def _unit_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 <= value <= 1
 
 
 def _check_regex(props: dict[str, Any]) -> Iterator[tuple[str, str, str]]:
