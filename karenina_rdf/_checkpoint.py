@@ -12,7 +12,7 @@ import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, Protocol
 
 from . import _terms as t
 from ._errors import CheckpointError, Problem
@@ -42,6 +42,10 @@ def _k(local: str) -> str:
     return t.iri(KARENINA + local)
 
 
+class Writer(Protocol):
+    def write(self, text: str, /) -> int: ...
+
+
 class TripleSink:
     """Where mapped triples go: kept in a list, or streamed as N-Triples to a file.
 
@@ -49,7 +53,7 @@ class TripleSink:
     either way the sink hashes what it receives, so the same input gives the same hash.
     """
 
-    def __init__(self, stream: IO[str] | None = None) -> None:
+    def __init__(self, stream: Writer | None = None) -> None:
         self.stream = stream
         self.triples: list[t.Triple] = []
         self.count = 0
@@ -473,7 +477,7 @@ def map_checkpoint(
     *,
     base_iri: str,
     source: str | None = None,
-    stream: IO[str] | None = None,
+    stream: Writer | None = None,
     keep_id: str | None = None,
 ) -> MappedBenchmark:
     """Check a parsed checkpoint against Karenina's load rules and map it to triples.

@@ -40,6 +40,7 @@ DEFAULT_STORE_PATH = ".karenina-rdf"
 # Below this many triples the transactional loader is used: one atomic write, no SST files.
 _SMALL = 50_000
 _DELETE_BATCH = 20_000
+_CHUNK = 400_000
 _GRAPH = KARENINA + "graph"
 _HASH = KARENINA + "contentHash"
 _SOURCE = KARENINA + "importedFrom"
@@ -293,24 +294,16 @@ class Store:
             doc, label = source, name
         else:
             doc, label = read_file(source), name or str(source)
-        tmpdir = str(self.path) if self.path is not None else None
-        with tempfile.NamedTemporaryFile(
-            "w", encoding="utf-8", suffix=".nt", prefix=".import-", dir=tmpdir, delete=False
-        ) as fh:
-            tmp = fh.name
+        with tempfile.TemporaryDirectory(prefix=".import-", dir=self.path) as tmpdir:
+            chunks = _Chunks(Path(tmpdir), _CHUNK)
             try:
-                mapped = map_checkpoint(doc, base_iri=self.base_iri, source=label, stream=fh)
-            except BaseException:
-                fh.close()
-                os.unlink(tmp)
-                raise
-        del doc  # the parsed JSON is the largest object of a big import; free it before loading
-        try:
-            return self._store_mapped(mapped, tmp)
-        finally:
-            os.unlink(tmp)
+                mapped = map_checkpoint(doc, base_iri=self.base_iri, source=label, stream=chunks)
+            finally:
+                chunks.close()
+            del doc  # the parsed JSON is the largest object of a big import; free it before loading
+            return self._store_mapped(mapped, chunks.paths)
 
-    def _store_mapped(self, mapped: MappedBenchmark, nt_path: str) -> ImportResult:
+    def _store_mapped(self, mapped: MappedBenchmark, nt_paths: list[Path]) -> ImportResult:
         bench = mapped.iri
         old_graph = self._live().get(bench)
         digest = mapped.content_hash()
@@ -333,10 +326,13 @@ class Store:
         if self._ox.contains_named_graph(graph):
             self._drop_graph(graph)
         try:
-            if mapped.sink.count < _SMALL:
-                self._ox.load(path=nt_path, format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
-            else:
-                self._ox.bulk_load(path=nt_path, format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+            for nt_path in nt_paths:
+                if mapped.sink.count < _SMALL:
+                    self._ox.load(path=str(nt_path), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+                else:
+                    # Our own N-Triples (escaped literals, minted IRIs): lenient skips re-validation.
+                    # Loading in chunks bounds the bulk loader's memory (docs/performance.md).
+                    self._ox.bulk_load(path=str(nt_path), format=ox.RdfFormat.N_TRIPLES, to_graph=graph, lenient=True)
         except (OSError, SyntaxError, ValueError) as exc:
             if self._ox.contains_named_graph(graph):
                 self._drop_graph(graph)
@@ -435,6 +431,31 @@ class Store:
 
     def update_graph(self, sparql_update: str) -> None:
         self._ox.update(sparql_update)
+
+
+class _Chunks:
+    """A text sink that rotates to a new N-Triples file every ``size`` lines."""
+
+    def __init__(self, folder: Path, size: int) -> None:
+        self.folder, self.size = folder, size
+        self.paths: list[Path] = []
+        self._fh: IO[str] | None = None
+        self._lines = 0
+
+    def write(self, text: str) -> int:
+        if self._fh is None or self._lines >= self.size:
+            self.close()
+            path = self.folder / f"chunk-{len(self.paths):05d}.nt"
+            self.paths.append(path)
+            self._fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
+            self._lines = 0
+        self._lines += 1
+        return self._fh.write(text)
+
+    def close(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
 
 
 def _question_of(store: ox.Store, graph: ox.NamedNode, item: str) -> str:

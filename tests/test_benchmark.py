@@ -292,3 +292,77 @@ def test_load_save_round_trip(store: Store, tmp_path: Path) -> None:
     # Edits drop the content hash, so re-importing the original file restores it.
     assert store.import_checkpoint(EXAMPLES / "pharmacology.jsonld").status == "replaced"
     assert len(b) == 4
+
+
+def _graph_quads(store: Store, iri: str) -> set[tuple[str, str, str]]:
+    graph = store.graph_of(iri)[1]
+    return {
+        (str(q.subject), str(q.predicate), str(q.object))
+        for q in store.oxigraph.quads_for_pattern(None, None, None, graph)
+        if not str(q.predicate).endswith("dateModified>")
+    }
+
+
+def test_edited_graph_equals_export_reimport(bench: Benchmark) -> None:
+    """After any sequence of edits the stored graph is what importing its export gives."""
+    ids = [bench.add_question(f"Question {n}?", f"answer {n}", custom_metadata={"n": n}) for n in range(4)]
+    bench.remove_question(ids[1])
+    bench.update_question_metadata(ids[2], question="Question two, edited?", author={"name": "Cy"})
+    bench.add_question_rubric_trait(ids[3], RubricTrait.llm("t"))
+    bench.add_global_rubric_trait(RubricTrait.regex("r", "x"))
+    bench.set_custom_property("k", [1, 2])
+    bench.mark_unfinished(ids[0])
+    other = Store.memory()
+    other.import_checkpoint(bench.to_checkpoint())
+    assert _graph_quads(other, bench.iri) == _graph_quads(bench.store, bench.iri)
+
+
+def test_editing_a_question_without_id_keeps_its_id(store: Store) -> None:
+    doc = json.loads((EXAMPLES / "pharmacology.jsonld").read_text(encoding="utf-8"))
+    for item in doc["dataFeedElement"]:
+        del item["@id"]
+    b = Benchmark(store, store.import_checkpoint(doc).iri)
+    a, c = b.get_question_ids()[:2]
+    b.update_question_metadata(a, question=b.get_question(c).question)  # text of another question
+    assert b.get_question_ids()[:2] == [a, c]
+    assert b.get_question(a).raw_answer != b.get_question(c).raw_answer
+
+
+def test_benchmark_without_id_can_be_renamed(store: Store) -> None:
+    doc = json.loads((EXAMPLES / "pharmacology.jsonld").read_text(encoding="utf-8"))
+    del doc["@id"]
+    b = Benchmark(store, store.import_checkpoint(doc).iri)
+    b.name, b.version = "Renamed", "9.0"
+    assert (Benchmark(store, b.iri).name, b.version, len(store.benchmarks())) == ("Renamed", "9.0", 1)
+
+
+def test_score_range_from_zero(bench: Benchmark) -> None:
+    rating = RubricTrait.llm("s", kind="score", min_score=0, max_score=10).to_rating("Global")
+    assert (rating["bestRating"], rating["worstRating"]) == (10.0, 0.0)
+
+
+class BaseAnswer:  # stands in for karenina.schemas.entities.BaseAnswer: only its name is checked
+    pass
+
+
+class CapitalAnswer(BaseAnswer):
+    city: str = "Paris"
+
+    def verify(self) -> bool:
+        return self.city == "Paris"
+
+
+def test_template_from_a_class_is_renamed_to_answer(bench: Benchmark) -> None:
+    qid = bench.add_question("Capital of France?", "Paris")
+    bench.add_answer_template(qid, CapitalAnswer)
+    code = bench.get_template(qid)
+    assert code.startswith("class Answer(BaseAnswer):") and "CapitalAnswer" not in code
+    with pytest.raises(TypeError, match="must inherit from BaseAnswer"):
+        bench.add_answer_template(qid, Store)
+
+
+def test_clear_global_rubric_removes_every_trait(store: Store) -> None:
+    b = Benchmark.load(EXAMPLES / "pharmacology.jsonld", store=store)
+    b.clear_global_rubric()
+    assert b.get_global_rubric() is None and "rating" not in b.to_checkpoint()
+    assert b.get_question_rubric("no-such-question") is None

@@ -246,3 +246,104 @@ def test_all_problems_reported_at_once() -> None:
     with pytest.raises(CheckpointError) as info:
         map_checkpoint(doc, base_iri=BASE)
     assert [p.pointer for p in info.value.problems] == ["/dataFeedElement/0/item", "/dataFeedElement/2/item"]
+
+
+def _set_setting(value: Any) -> Callable[[dict[str, Any]], None]:
+    return lambda d: d["rating"][0]["additionalProperty"].__setitem__(
+        0, {"@type": "PropertyValue", "name": "higher_is_better", "value": value}
+    )
+
+
+# Inputs found by mutating corpus files that once escaped as TypeError/OverflowError/... or
+# imported and then broke the views: each must be a CheckpointError with a pointer.
+ROBUSTNESS = [
+    ("trait name a number", lambda d: d["rating"][0].__setitem__("name", 2.5), "/rating/0/name", "must be a string"),
+    (
+        "trait settings not a list",
+        lambda d: d["rating"][0].__setitem__("additionalProperty", True),
+        "/rating/0/additionalProperty",
+        "must be an array",
+    ),
+    (
+        "bestRating overflows",
+        lambda d: d["rating"][0].__setitem__("bestRating", 10**400),
+        "/rating/0/bestRating",
+        "too large",
+    ),
+    (
+        "higher_is_better a string",
+        _set_setting("yes please"),
+        "/rating/0/additionalProperty/0/value",
+        "higher_is_better must be true or false",
+    ),
+    (
+        "max_score a float",
+        lambda d: d["rating"][1]["additionalProperty"].append(
+            {"@type": "PropertyValue", "name": "max_score", "value": 2.5}
+        ),
+        None,
+        "max_score must be an integer",
+    ),
+    (
+        "literal classes not strings",
+        _add_q_rating(
+            _rating("karenina:QuestionSpecificLLMRubricTrait", {"kind": "literal", "classes": {"a": 1, "b": [2]}})
+        ),
+        "/dataFeedElement/0/item/rating/0/additionalProperty/1/value",
+        "description string",
+    ),
+    (
+        "answer_notes not a string",
+        lambda d: _q(d)["additionalProperty"].append({"@type": "PropertyValue", "name": "answer_notes", "value": 0}),
+        None,
+        "'answer_notes' must be a string",
+    ),
+    (
+        "unpaired surrogate",
+        lambda d: d.__setitem__("name", json.loads('"bad \\ud800 name"')),
+        None,
+        "unpaired UTF-16 surrogate",
+    ),
+]
+
+
+@pytest.mark.parametrize(("edit", "pointer", "message"), [c[1:] for c in ROBUSTNESS], ids=[c[0] for c in ROBUSTNESS])
+def test_robustness(edit: Any, pointer: str | None, message: str) -> None:
+    with pytest.raises(CheckpointError) as info:
+        map_checkpoint(_edit(edit), base_iri=BASE, source="f.jsonld")
+    match = [p for p in info.value.problems if message in p.message]
+    assert match, [str(p) for p in info.value.problems]
+    if pointer is not None:
+        assert match[0].pointer == pointer
+
+
+def test_deeply_nested_json(tmp_path: Path) -> None:
+    path = tmp_path / "deep.json"
+    path.write_text("[" * 100_000, encoding="utf-8")
+    with pytest.raises(CheckpointError, match="nested too deeply"):
+        Store.memory().import_checkpoint(path)
+
+
+@pytest.mark.parametrize(
+    ("value", "stored", "exported"),
+    [("yes", "true", "yes"), (1, "true", 1), (True, "true", True)],
+    ids=["string yes", "integer 1", "boolean"],
+)
+def test_finished_is_typed_and_written_back_as_found(value: Any, stored: str | None, exported: Any) -> None:
+    store = Store.memory()
+    doc = _edit(lambda d: _q(d)["additionalProperty"][0].__setitem__("value", value))
+    iri = store.import_checkpoint(doc).iri
+    rows = list(store.query(f"SELECT ?f WHERE {{ <{iri}/questions/{Q0}> karenina:finished ?f }}"))
+    assert [r["f"].value for r in rows] == ([stored] if stored else [])
+    pv = store.export_checkpoint(iri)["dataFeedElement"][0]["item"]["additionalProperty"][0]
+    assert pv == {"@type": "PropertyValue", "name": "finished", "value": exported}
+
+
+def test_null_values_are_dropped_as_karenina_saves_them() -> None:
+    store = Store.memory()
+    doc = _edit(
+        lambda d: _q(d)["additionalProperty"].append({"@type": "PropertyValue", "name": "custom_x", "value": None})
+    )
+    iri = store.import_checkpoint(doc).iri
+    pv = store.export_checkpoint(iri)["dataFeedElement"][0]["item"]["additionalProperty"][-1]
+    assert pv == {"@type": "PropertyValue", "name": "custom_x"}  # exclude_none: no "value" key

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pyoxigraph as ox
@@ -13,6 +14,7 @@ from karenina_rdf import (
     BenchmarkNotFoundError,
     CheckpointError,
     Store,
+    StoreError,
 )
 
 from .conftest import CORPUS, EXAMPLES, NOT_CHECKPOINTS, corpus_params, load_json, needs_corpus
@@ -244,3 +246,31 @@ def test_agrees_with_a_json_ld_processor(store: Store, path: Path) -> None:
     ours = {r["t"].value for r in store.query("SELECT ?t WHERE { ?x schema:text ?t }")}
     assert ours == theirs
     assert not any("http://schema.org/" in str(q) for q in _all_quads(store))
+
+
+def test_base_iri_is_kept_with_the_store(tmp_path: Path) -> None:
+    path = tmp_path / "store"
+    with Store(path, base_iri="http://example.org/kb") as s:
+        assert s.base_iri == "http://example.org/kb/"
+        iri = s.import_checkpoint(EXAMPLES / "pharmacology.jsonld").iri
+        assert iri.startswith("http://example.org/kb/benchmarks/")
+    with Store(path) as s:  # reopened without saying: the store's own base
+        assert s.import_checkpoint(EXAMPLES / "pharmacology.jsonld").status == "unchanged"
+    with pytest.raises(StoreError, match=re.escape("mints IRIs under 'http://example.org/kb/'")):
+        Store(path, base_iri="http://other.org/")
+
+
+@pytest.mark.parametrize("base", ["not an iri", "no-scheme/path", "http://exa mple.org/"])
+def test_bad_base_iri(base: str) -> None:
+    with pytest.raises(StoreError, match="base IRI"):
+        Store.memory(base_iri=base)
+
+
+@needs_corpus
+def test_scenarios_with_the_same_name_stay_apart(store: Store) -> None:
+    doc = load_json(CORPUS / "generated__scenario.jsonld")
+    twin = json.loads(json.dumps(doc["hasPart"][0]))
+    twin["description"] = "a second scenario with the same name"
+    doc["hasPart"].append(twin)
+    iri = store.import_checkpoint(doc).iri
+    assert store.export_checkpoint(iri)["hasPart"] == doc["hasPart"]
