@@ -282,7 +282,7 @@ def generate_checkpoint(n_questions: int, *, seed: int = 0, name: str | None = N
         perms.append((a, rng.randrange(size)))
     counters = [0] * len(PATTERNS)
     globals_ = _global_traits()
-    ratings = [globals_[i] for i in sorted(rng.sample(range(len(globals_)), rng.randint(1, 4)))]
+    ratings = [globals_[i] for i in sorted(rng.sample(range(len(globals_)), rng.randint(2, 4)))]
     classes = rng.choice(LITERAL_CLASSES)
     taken: set[str] = set()
     items: list[JSON] = []

@@ -18,6 +18,7 @@ from . import _terms as t
 from ._errors import CheckpointError, Problem
 from ._ids import (
     benchmark_iri,
+    child_iri,
     derived_benchmark_id,
     generate_question_id,
     item_iri,
@@ -49,30 +50,43 @@ class Writer(Protocol):
 class TripleSink:
     """Where mapped triples go: kept in a list, or streamed as N-Triples to a file.
 
-    Streaming keeps a 100k-question import within its memory budget (docs/performance.md);
-    either way the sink hashes what it receives, so the same input gives the same hash.
+    Streaming keeps a big import's memory flat (docs/performance.md); either way the sink
+    hashes what it receives, so the same input gives the same hash. Lines are buffered and
+    written in blocks: per-line writes and hash updates were a visible share of import time.
     """
+
+    _BLOCK = 4096
 
     def __init__(self, stream: Writer | None = None) -> None:
         self.stream = stream
         self.triples: list[t.Triple] = []
         self.count = 0
         self._hash = hashlib.sha256()
+        self._lines: list[str] = []
 
     def append(self, triple: t.Triple) -> None:
-        line = f"{triple[0]} {triple[1]} {triple[2]} .\n"
-        self._hash.update(line.encode("utf-8"))  # strict: a lone surrogate is refused here
+        self._lines.append(f"{triple[0]} {triple[1]} {triple[2]} .\n")
         self.count += 1
         if self.stream is None:
             self.triples.append(triple)
-        else:
-            self.stream.write(line)
+        if len(self._lines) >= self._BLOCK:
+            self.flush()
+
+    def flush(self) -> None:
+        if not self._lines:
+            return
+        text = "".join(self._lines)
+        self._lines.clear()
+        self._hash.update(text.encode("utf-8"))  # strict: a lone surrogate is refused here
+        if self.stream is not None:
+            self.stream.write(text)
 
     def extend(self, triples: Iterable[t.Triple]) -> None:
         for triple in triples:
             self.append(triple)
 
     def content_hash(self) -> str:
+        self.flush()
         return self._hash.hexdigest()[:16]
 
 
@@ -115,13 +129,15 @@ def read_json(data: bytes, source: str) -> Any:
         raise CheckpointError([Problem(f"{what}: {exc.msg} (column {exc.colno})", source, line=exc.lineno)]) from None
 
 
-def read_file(path: str | Path) -> Any:
-    p = Path(path)
+def read_bytes(path: str | Path) -> bytes:
     try:
-        data = p.read_bytes()
+        return Path(path).read_bytes()
     except OSError as exc:
-        raise CheckpointError([Problem(f"cannot read file: {exc.strerror}", str(p))]) from None
-    return read_json(data, str(p))
+        raise CheckpointError([Problem(f"cannot read file: {exc.strerror}", str(path))]) from None
+
+
+def read_file(path: str | Path) -> Any:
+    return read_json(read_bytes(path), str(path))
 
 
 class _Mapper:
@@ -161,6 +177,8 @@ class _Mapper:
                 self.fail(ptr, f"missing required field {key!r}")
             return None
         value = node[key]
+        if value is None and not required:
+            return None  # Karenina's optional fields take null, and its save drops them
         if not isinstance(value, str):
             self.fail(f"{ptr}/{_esc(key)}", f"{key!r} must be a string, got {_json_type(value)}")
             return None
@@ -225,12 +243,8 @@ class _Mapper:
         if name == "":
             self.fail("/name", "Benchmark must have a name (empty string)")
         version = self.text(root, "version", "")
-        bid = self.text(root, "@id", "")
-        derived = bid is None
-        if bid is None:
-            # An edited benchmark keeps the identity it was imported under, even when renamed.
-            bid = self.keep_id or derived_benchmark_id(name or "", version)
-        b = benchmark_iri(self.base_iri, bid)
+        self.text(root, "@id", "")
+        bid, b, derived = identity(root, self.base_iri, self.keep_id)
         B = t.iri(b)
         self.add(B, _TYPE, _s("DataFeed"))
         self.add(B, _s("identifier"), t.string(bid))
@@ -261,6 +275,7 @@ class _Mapper:
         self.empty_lists(B, root, ("rating", "hasPart", "additionalProperty"))
         if self.problems:
             raise CheckpointError(self.problems)
+        self.triples.flush()
         return MappedBenchmark(bid, b, name or "", version, question_ids, self.triples, self.warnings, self.source)
 
     def creator(self, b: str, root: dict[str, Any]) -> None:
@@ -311,8 +326,10 @@ class _Mapper:
         self.add(t.iri(b), _s("dataFeedElement"), it)
         self.add(it, _TYPE, _s("DataFeedItem"))
         self.add(it, _k("position"), t.integer(i))
-        if "@id" not in item:
+        if not item.get("@id"):
             self.add(it, _k("derivedIdentifier"), t.boolean(True))
+            if "@id" in item:  # an empty id: Karenina derives the id but writes "" back
+                self.add(it, _k("sourceId"), t.string(""))
         self.add(it, _s("item"), t.iri(Q))
         self.literal(it, _s("dateCreated"), item, "dateCreated", ptr, required=True)
         self.literal(it, _s("dateModified"), item, "dateModified", ptr, required=True)
@@ -462,7 +479,7 @@ class _Mapper:
         if not isinstance(s.get("nodes"), dict):
             self.fail(ptr, "a scenario needs 'nodes', an object keyed by node id")
         self.array(s, "edges", ptr, required=True)
-        S = t.iri(trait_iri(b, name or "", taken).replace("/traits/", "/scenarios/"))
+        S = t.iri(child_iri(b, "scenarios", name or "", taken))
         self.add(t.iri(b), _s("hasPart"), S)
         self.add(S, _TYPE, _k("Scenario"))
         self.add(S, _k("position"), t.integer(i))
@@ -470,6 +487,24 @@ class _Mapper:
             self.add(S, _s("name"), t.string(name))
         # Scenario graphs are plain JSON with no schema.org meaning (spec §13): kept whole.
         self.add(S, _k("scenarioJson"), t.json_literal(s))
+
+
+def identity(root: Any, base_iri: str, keep_id: str | None = None) -> tuple[str, str, bool]:
+    """(benchmark id, stored IRI, derived?) of a checkpoint root, before or without mapping it.
+
+    A file without ``@id`` is identified by name and version; an edited benchmark keeps the
+    identity it was imported under (``keep_id``), even when renamed.
+    """
+    if not isinstance(root, dict):
+        return "", "", True
+    bid = root["@id"] if "@id" in root else root.get("id")
+    if isinstance(bid, str):
+        return bid, benchmark_iri(base_iri, bid), False
+    name, version = root.get("name"), root.get("version")
+    derived = keep_id or derived_benchmark_id(
+        name if isinstance(name, str) else "", version if isinstance(version, str) else None
+    )
+    return derived, benchmark_iri(base_iri, derived), True
 
 
 def map_checkpoint(
@@ -494,7 +529,7 @@ def map_checkpoint(
 
 def _surrogate(exc: UnicodeEncodeError, source: str | None, qid: str | None) -> Problem:
     # JSON allows "\ud800" escapes that no Unicode text can hold; Python parses them anyway.
-    bad = exc.object[exc.start : exc.end].encode("utf-16", "surrogatepass")[2:].hex()
+    bad = exc.object[exc.start : exc.end].encode("utf-16-be", "surrogatepass").hex()
     return Problem(
         f"a string holds an unpaired UTF-16 surrogate (\\u{bad}), which is not text", source, question_id=qid
     )
@@ -505,10 +540,11 @@ def map_item(node: Any, *, bench_iri: str, position: int, base_iri: str) -> list
     mapper = _Mapper(base_iri, None, TripleSink())
     try:
         mapper.item(bench_iri, position, node, {})
+        if mapper.problems:
+            raise CheckpointError(mapper.problems)
+        mapper.triples.flush()
     except UnicodeEncodeError as exc:
         raise CheckpointError([_surrogate(exc, None, mapper.qid)]) from None
-    if mapper.problems:
-        raise CheckpointError(mapper.problems)
     return mapper.triples.triples
 
 

@@ -93,6 +93,8 @@ def item_json(index: Index, i: str) -> dict[str, Any]:
     out: dict[str, Any] = {"@type": "DataFeedItem"}
     if not _get(index, i, "derivedIdentifier", KARENINA):
         out["@id"] = _get(index, q, "identifier")
+    else:
+        _put(out, "@id", _get(index, i, "sourceId", KARENINA))
     for key in ("dateCreated", "dateModified"):
         _put(out, key, _get(index, i, key))
     out["item"] = question_json(index, q)

@@ -72,13 +72,18 @@ def item_iri(bench_iri: str, question_id: str) -> str:
 
 def trait_iri(owner_iri: str, name: str, taken: set[str]) -> str:
     """Traits are named by their trait name; a repeated name gets ``~2``, ``~3``…"""
+    return child_iri(owner_iri, "traits", name, taken)
+
+
+def child_iri(owner_iri: str, collection: str, name: str, taken: set[str]) -> str:
+    """``{owner}/{collection}/{name}``, unique among ``taken`` (``~2``, ``~3``… for repeats)."""
     key, n = segment(name) or "_", 1
     candidate = key
     while candidate in taken:
         n += 1
         candidate = f"{key}~{n}"
     taken.add(candidate)
-    return f"{owner_iri}/traits/{candidate}"
+    return f"{owner_iri}/{collection}/{candidate}"
 
 
 def graph_iri(bench_iri: str, content_hash: str) -> str:

@@ -9,18 +9,22 @@ catalog does not name are leftovers of an interrupted import or delete, removed 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import os
+import queue
 import re
 import tempfile
-from collections.abc import Iterable, Iterator
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from ._checkpoint import MappedBenchmark, map_checkpoint, read_file
+from ._checkpoint import MappedBenchmark, identity, map_checkpoint, read_bytes, read_json
 from ._errors import (
     AmbiguousBenchmarkError,
     BenchmarkNotFoundError,
@@ -40,11 +44,13 @@ DEFAULT_STORE_PATH = ".karenina-rdf"
 # Below this many triples the transactional loader is used: one atomic write, no SST files.
 _SMALL = 50_000
 _DELETE_BATCH = 20_000
-_CHUNK = 400_000
+_CHUNK = 250_000
 _GRAPH = KARENINA + "graph"
 _HASH = KARENINA + "contentHash"
 _SOURCE = KARENINA + "importedFrom"
 _IMPORTED = KARENINA + "importedAt"
+_FILE_HASH = KARENINA + "sourceSha256"
+_COUNT = KARENINA + "tripleCount"
 _STORE_NODE = "urn:karenina-rdf:store"
 _BASE = KARENINA + "baseIri"
 
@@ -213,7 +219,8 @@ class Store:
 
     def mark_edited(self, bench: str) -> None:
         """Forget the content hash of a benchmark changed in place (re-import then replaces it)."""
-        self._ox.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> <{_HASH}> ?h }} }}")
+        for pred in (_HASH, _FILE_HASH):
+            self._ox.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> <{pred}> ?h }} }}")
 
     # -- lookups ---------------------------------------------------------------------------
     def benchmarks(self) -> list[BenchmarkSummary]:
@@ -290,22 +297,56 @@ class Store:
 
         Importing a benchmark already stored (same id) replaces it; the same content is a no-op.
         """
+        file_hash = None
         if isinstance(source, dict):
             doc, label = source, name
         else:
-            doc, label = read_file(source), name or str(source)
+            label = name or str(source)
+            data = read_bytes(source)
+            file_hash = hashlib.sha256(data).hexdigest()
+            doc = read_json(data, label)
+            del data
+        _, bench, _ = identity(doc, self.base_iri)
+        old_graph = self._live().get(bench) if bench else None
+        if old_graph is not None and file_hash is not None and self._catalog_value(bench, _FILE_HASH) == file_hash:
+            return self._unchanged(bench, old_graph, label)
+        # A fresh generation graph, unreferenced until the catalog points at it: chunks can be
+        # bulk-loaded by a second thread while the rest is still being mapped.
+        graph = ox.NamedNode(graph_iri(bench or "urn:x", uuid.uuid4().hex[:16]))
+        loader = _Loader(self._ox, graph)
         with tempfile.TemporaryDirectory(prefix=".import-", dir=self.path) as tmpdir:
-            chunks = _Chunks(Path(tmpdir), _CHUNK)
+            chunks = _Chunks(Path(tmpdir), _CHUNK, loader.submit)
             try:
-                mapped = map_checkpoint(doc, base_iri=self.base_iri, source=label, stream=chunks)
-            finally:
-                chunks.close()
-            del doc  # the parsed JSON is the largest object of a big import; free it before loading
-            return self._store_mapped(mapped, chunks.paths)
+                try:
+                    mapped = map_checkpoint(doc, base_iri=self.base_iri, source=label, stream=chunks)
+                finally:
+                    chunks.close()
+                    del doc  # the parsed JSON is the largest object of a big import
+                self._load(mapped, chunks, loader, graph)
+            except BaseException:
+                loader.finish(raise_errors=False)
+                if self._ox.contains_named_graph(graph):
+                    self._drop_graph(graph)
+                raise
+        return self._publish(mapped, graph, old_graph, file_hash)
 
-    def _store_mapped(self, mapped: MappedBenchmark, nt_paths: list[Path]) -> ImportResult:
+    def _load(self, mapped: MappedBenchmark, chunks: _Chunks, loader: _Loader, graph: ox.NamedNode) -> None:
+        last = chunks.paths[-1:] if chunks.paths and chunks.paths[-1] not in loader.submitted else []
+        try:
+            if not loader.submitted and mapped.sink.count < _SMALL:
+                for path in last:  # small: one transactional write
+                    self._ox.load(path=str(path), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+            else:
+                for path in last:
+                    loader.submit(path)
+                loader.finish()
+        except (OSError, SyntaxError, ValueError) as exc:
+            raise StoreError(f"loading {mapped.source or mapped.iri} failed, store unchanged: {exc}") from None
+
+    def _publish(
+        self, mapped: MappedBenchmark, graph: ox.NamedNode, old_graph: ox.NamedNode | None, file_hash: str | None
+    ) -> ImportResult:
         bench = mapped.iri
-        old_graph = self._live().get(bench)
         digest = mapped.content_hash()
         result = dict(
             benchmark_id=mapped.benchmark_id,
@@ -318,35 +359,43 @@ class Store:
             warnings=tuple(str(w) for w in mapped.warnings),
         )
         if old_graph is not None and self._catalog_value(bench, _HASH) == digest:
+            self._drop_graph(graph)  # same triples from different bytes: keep what is stored
             return ImportResult(status="unchanged", **result)  # type: ignore[arg-type]
-        graph = ox.NamedNode(graph_iri(bench, digest))
-        if graph == old_graph:
-            # Same content but edited in place since: give the reload a graph of its own.
-            graph = ox.NamedNode(graph.value + "-" + dt.datetime.now().strftime("%Y%m%d%H%M%S%f"))
-        if self._ox.contains_named_graph(graph):
-            self._drop_graph(graph)
-        try:
-            for nt_path in nt_paths:
-                if mapped.sink.count < _SMALL:
-                    self._ox.load(path=str(nt_path), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
-                else:
-                    # Our own N-Triples (escaped literals, minted IRIs): lenient skips re-validation.
-                    # Loading in chunks bounds the bulk loader's memory (docs/performance.md).
-                    self._ox.bulk_load(path=str(nt_path), format=ox.RdfFormat.N_TRIPLES, to_graph=graph, lenient=True)
-        except (OSError, SyntaxError, ValueError) as exc:
-            if self._ox.contains_named_graph(graph):
-                self._drop_graph(graph)
-            raise StoreError(f"loading {mapped.source or bench} failed, store unchanged: {exc}") from None
-        self._point_catalog(bench, graph, digest, mapped.source)
+        self._point_catalog(bench, graph, digest, mapped.source, file_hash, mapped.sink.count)
         if old_graph is not None:
             self._drop_graph(old_graph)
         return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
 
-    def _point_catalog(self, bench: str, graph: ox.NamedNode, digest: str | None, source: str | None) -> None:
+    def _unchanged(self, bench: str, graph: ox.NamedNode, label: str | None) -> ImportResult:
+        s = self._summary(bench, graph)
+        return ImportResult(
+            benchmark_id=s.benchmark_id,
+            iri=bench,
+            name=s.name,
+            version=s.version,
+            questions=s.questions,
+            triples=int(self._catalog_value(bench, _COUNT) or 0),
+            status="unchanged",
+            source=label,
+        )
+
+    def _point_catalog(
+        self,
+        bench: str,
+        graph: ox.NamedNode,
+        digest: str | None,
+        source: str | None,
+        file_hash: str | None = None,
+        count: int | None = None,
+    ) -> None:
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         facts = [f"<{bench}> <{_GRAPH}> {graph}", f"<{bench}> <{_IMPORTED}> {json.dumps(now)}"]
         if digest is not None:
             facts.append(f"<{bench}> <{_HASH}> {json.dumps(digest)}")
+        if file_hash is not None:
+            facts.append(f"<{bench}> <{_FILE_HASH}> {json.dumps(file_hash)}")
+        if count is not None:
+            facts.append(f"<{bench}> <{_COUNT}> {count}")
         if source is not None:
             facts.append(f"<{bench}> <{_SOURCE}> {json.dumps(source, ensure_ascii=False)}")
         self._ox.update(
@@ -434,28 +483,68 @@ class Store:
 
 
 class _Chunks:
-    """A text sink that rotates to a new N-Triples file every ``size`` lines."""
+    """A text sink that rotates to a new N-Triples file about every ``size`` lines and hands
+    each finished file to ``done``."""
 
-    def __init__(self, folder: Path, size: int) -> None:
-        self.folder, self.size = folder, size
+    def __init__(self, folder: Path, size: int, done: Callable[[Path], None]) -> None:
+        self.folder, self.size, self.done = folder, size, done
         self.paths: list[Path] = []
         self._fh: IO[str] | None = None
         self._lines = 0
 
     def write(self, text: str) -> int:
-        if self._fh is None or self._lines >= self.size:
+        if self._fh is not None and self._lines >= self.size:
             self.close()
+            self.done(self.paths[-1])
+        if self._fh is None:
             path = self.folder / f"chunk-{len(self.paths):05d}.nt"
             self.paths.append(path)
             self._fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
             self._lines = 0
-        self._lines += 1
+        self._lines += text.count("\n")  # one line per triple: literals escape their newlines
         return self._fh.write(text)
 
     def close(self) -> None:
         if self._fh is not None:
             self._fh.close()
             self._fh = None
+
+
+class _Loader:
+    """Bulk-loads finished chunk files in a background thread (pyoxigraph releases the GIL),
+    so loading overlaps with mapping on a second core."""
+
+    def __init__(self, store: ox.Store, graph: ox.NamedNode) -> None:
+        self.store, self.graph = store, graph
+        self.submitted: list[Path] = []
+        self._queue: queue.Queue[Path | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def submit(self, path: Path) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="karenina-rdf-loader", daemon=True)
+            self._thread.start()
+        self.submitted.append(path)
+        self._queue.put(path)
+
+    def _run(self) -> None:
+        while (path := self._queue.get()) is not None:
+            if self._error is not None:
+                continue
+            try:
+                # Our own N-Triples (escaped literals, minted IRIs): lenient skips re-validation.
+                self.store.bulk_load(path=str(path), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph, lenient=True)
+            except BaseException as exc:  # handed to the importing thread by finish()
+                self._error = exc
+
+    def finish(self, raise_errors: bool = True) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+        if raise_errors and self._error is not None:
+            raise self._error
 
 
 def _question_of(store: ox.Store, graph: ox.NamedNode, item: str) -> str:
