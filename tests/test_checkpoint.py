@@ -347,3 +347,21 @@ def test_null_values_are_dropped_as_karenina_saves_them() -> None:
     iri = store.import_checkpoint(doc).iri
     pv = store.export_checkpoint(iri)["dataFeedElement"][0]["item"]["additionalProperty"][-1]
     assert pv == {"@type": "PropertyValue", "name": "custom_x"}  # exclude_none: no "value" key
+
+
+def test_null_in_optional_text_fields_is_absent() -> None:
+    store = Store.memory()
+    doc = _edit(lambda d: (d.__setitem__("description", None), d["rating"][0].__setitem__("description", None)))
+    out = store.export_checkpoint(store.import_checkpoint(doc).iri)
+    assert "description" not in out and "description" not in out["rating"][0]
+
+
+def test_empty_item_id_is_derived_and_written_back() -> None:
+    store = Store.memory()
+    doc = _edit(lambda d: d["dataFeedElement"][0].__setitem__("@id", ""))
+    iri = store.import_checkpoint(doc).iri
+    text = _q(doc)["text"]
+    from karenina_rdf import Benchmark, generate_question_id
+
+    assert Benchmark(store, iri).get_question_ids()[0] == generate_question_id(text)
+    assert store.export_checkpoint(iri)["dataFeedElement"][0]["@id"] == ""
