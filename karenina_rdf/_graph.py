@@ -33,20 +33,25 @@ def node_index(
     """
     index: Index = {}
     todo = list(roots)
+    skipped = tuple(skip)
+    named_node = ox.NamedNode
     while todo:
         s = todo.pop()
         if s in index:
             continue
+        prefix = s + "/"
         preds: dict[str, list[Any]] = {}
-        for q in store.quads_for_pattern(ox.NamedNode(s), None, None, graph):
-            preds.setdefault(q.predicate.value, []).append(q.object)
-            o = q.object
-            if (
-                isinstance(o, ox.NamedNode)
-                and o.value.startswith(s + "/")
-                and not any(o.value.startswith(p) for p in skip)
-            ):
-                todo.append(o.value)
+        # The hot loop of every export: unpack quads once, no per-quad generator or isinstance.
+        for _, p, o, _ in store.quads_for_pattern(named_node(s), None, None, graph):
+            objects = preds.get(p.value)
+            if objects is None:
+                preds[p.value] = [o]
+            else:
+                objects.append(o)
+            if type(o) is named_node:
+                v = o.value
+                if v.startswith(prefix) and not (skipped and v.startswith(skipped)):
+                    todo.append(v)
         index[s] = preds
     return index
 

@@ -68,7 +68,7 @@ def _decode(name: str, value: Any) -> tuple[Any, bool]:
     return value, False
 
 
-def _finished_value(value: Any) -> bool:
+def finished_value(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in ("true", "1", "yes", "on", "t", "y")
     return bool(value)
@@ -127,7 +127,7 @@ def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report
         coerced = name == "finished" and owner_kind == "question" and has_value and not isinstance(raw, bool)
         if coerced and _valid_finished(raw):
             # Typed as the boolean Karenina reads it as; the layout keeps the original to write back.
-            term = t.boolean(_finished_value(raw))
+            term = t.boolean(finished_value(raw))
         # A repeated name with a different value cannot share the typed predicate.
         if pred is not None and (term is None or stored.get(name, term) == term):
             if term is not None and name not in stored:

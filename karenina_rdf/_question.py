@@ -6,14 +6,15 @@ answers ``q["question"]`` as well as ``q.question``, so code written against Kar
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from ._ids import md5_hex, template_id
+from ._properties import finished_value
 from ._rubric import RubricTrait
 from ._templates import is_default_template
+from ._traits import decode_json_string
 
 
 class Question(BaseModel):
@@ -100,29 +101,14 @@ def question_from_item(item: dict[str, Any], iri: str | None = None) -> Question
         answer_template=template,
         date_created=item.get("dateCreated"),
         date_modified=item.get("dateModified"),
-        finished=_finished(props.get("finished", False)),
-        author=_loads(props.get("author")),
-        sources=_loads(props.get("sources")),
+        finished=finished_value(props.get("finished", False)),
+        author=decode_json_string(props.get("author")),
+        sources=decode_json_string(props.get("sources")),
         custom_metadata=custom or None,
         question_rubric=rubric or None,
         keywords=q.get("keywords") if q.get("keywords") is not None else item.get("keywords"),
-        few_shot_examples=_loads(props.get("few_shot_examples")),
+        few_shot_examples=decode_json_string(props.get("few_shot_examples")),
         answer_notes=props.get("answer_notes"),
         workspace_path=props.get("workspace_path"),
         iri=iri,
     )
-
-
-def _loads(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
-
-
-def _finished(value: Any) -> bool:
-    if isinstance(value, str):
-        return value.strip().lower() in ("true", "1", "yes", "on", "t", "y")
-    return bool(value)

@@ -448,7 +448,9 @@ class Store:
 
     def _items_json(self, bench: str, graph: ox.NamedNode) -> Iterator[dict[str, Any]]:
         for item in ordered_items(self._ox, graph, bench):
-            index = node_index(self._ox, graph, [item, _question_of(self._ox, graph, item)])
+            # Item and question share their id segment by construction (_ids.item_iri/question_iri).
+            question = bench + "/questions/" + item[len(bench) + len("/items/") :]
+            index = node_index(self._ox, graph, [item, question])
             yield item_json(index, item)
 
     def delete(self, ref: str) -> BenchmarkSummary:
