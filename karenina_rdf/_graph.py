@@ -118,7 +118,3 @@ def solutions(result: object) -> ox.QuerySolutions:
     if isinstance(result, ox.QuerySolutions):
         return result
     raise TypeError("expected a SELECT query")
-
-
-def question_of(index: Index, item: str) -> str:
-    return str(index[item][SCHEMA + "item"][0].value)

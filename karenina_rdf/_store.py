@@ -547,9 +547,3 @@ class _Loader:
             self._thread = None
         if raise_errors and self._error is not None:
             raise self._error
-
-
-def _question_of(store: ox.Store, graph: ox.NamedNode, item: str) -> str:
-    for q in store.quads_for_pattern(ox.NamedNode(item), ox.NamedNode(SCHEMA + "item"), None, graph):
-        return term_value(q.object)
-    raise StoreError(f"item {item} has no question")
