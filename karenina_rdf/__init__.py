@@ -1,6 +1,6 @@
 """karenina-rdf: Karenina LLM benchmarks as schema.org triples in an RDF graph store."""
 
-from ._benchmark import Benchmark
+from ._benchmark import Benchmark, BenchmarkInfo
 from ._checkpoint import map_checkpoint, read_file
 from ._errors import (
     AmbiguousBenchmarkError,
@@ -16,7 +16,7 @@ from ._errors import (
 )
 from ._export import CANONICAL_CONTEXT
 from ._ids import generate_question_id, question_md5_id, template_id
-from ._question import Question
+from ._question import Answer, AnswerTemplate, Question
 from ._rubric import RubricTrait
 from ._store import BenchmarkSummary, ImportReport, ImportResult, Store
 from ._vocab import KARENINA, SCHEMA
@@ -25,7 +25,10 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AmbiguousBenchmarkError",
+    "Answer",
+    "AnswerTemplate",
     "Benchmark",
+    "BenchmarkInfo",
     "BenchmarkNotFoundError",
     "BenchmarkSummary",
     "CANONICAL_CONTEXT",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pyoxigraph as ox
+from pydantic import BaseModel, ConfigDict
 
 from ._checkpoint import map_checkpoint, map_item
 from ._errors import DuplicateQuestionError, InvalidValueError, QuestionNotFoundError
@@ -48,6 +49,24 @@ _MATCH_MODES = ("exact", "contains", "in", "regex")
 
 def _now() -> str:
     return dt.datetime.now().isoformat()  # Karenina writes local time without a zone
+
+
+class BenchmarkInfo(BaseModel):
+    """The DataFeed node of a benchmark, as a value (``Benchmark.info()``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    iri: str
+    name: str
+    description: str
+    version: str
+    creator: str
+    date_created: str | None
+    date_modified: str | None
+    custom_properties: dict[str, Any]
+    global_rubric: list[RubricTrait]
+    question_count: int
 
 
 class Benchmark:
@@ -185,6 +204,25 @@ class Benchmark:
     # -- metadata --------------------------------------------------------------------------
     def _header_value(self, key: str) -> Any:
         return self._header().get(key)
+
+    def info(self) -> BenchmarkInfo:
+        """The benchmark's own data in one read of its DataFeed node."""
+        h = self._header()
+        c = h.get("creator")
+        ratings = [RubricTrait.from_rating(r) for r in h.get("rating") or []]
+        return BenchmarkInfo(
+            id=self.id,
+            iri=self.iri,
+            name=h.get("name") or "",
+            description=h.get("description") or "",
+            version=h.get("version") or "0.1.0",
+            creator=str(c.get("name")) if isinstance(c, dict) else str(c or "Unknown"),
+            date_created=h.get("dateCreated"),
+            date_modified=h.get("dateModified"),
+            custom_properties={pv["name"]: pv.get("value") for pv in h.get("additionalProperty") or []},
+            global_rubric=[t for t in ratings if not t.dynamic],
+            question_count=len(self),
+        )
 
     @property
     def id(self) -> str:

@@ -17,6 +17,27 @@ from ._templates import is_default_template
 from ._traits import decode_json_string
 
 
+class Answer(BaseModel):
+    """The reference answer of a question (a ``schema:Answer``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    text: str
+    iri: str | None = None
+
+
+class AnswerTemplate(BaseModel):
+    """An answer template (a ``schema:SoftwareSourceCode``): Python code, never run here."""
+
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    template_id: str
+    is_default: bool
+    programming_language: str = "Python"
+    iri: str | None = None
+
+
 class Question(BaseModel):
     """A benchmark question. ``id`` is its id in the benchmark (None before it is added)."""
 
@@ -71,6 +92,22 @@ class Question(BaseModel):
     @property
     def template_id(self) -> str:
         return template_id(self.answer_template or "")
+
+    @property
+    def answer(self) -> Answer:
+        return Answer(text=self.raw_answer, iri=f"{self.iri}/answer" if self.iri else None)
+
+    @property
+    def template(self) -> AnswerTemplate | None:
+        """The template, Karenina's default one included (``is_default``); None when there is none."""
+        if self.answer_template is None:
+            return None
+        return AnswerTemplate(
+            code=self.answer_template,
+            template_id=self.template_id,
+            is_default=not self.has_template,
+            iri=f"{self.iri}/template" if self.iri else None,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The dict Karenina's ``get_question`` returns (rubric traits as dicts)."""

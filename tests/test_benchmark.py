@@ -366,3 +366,20 @@ def test_clear_global_rubric_removes_every_trait(store: Store) -> None:
     b.clear_global_rubric()
     assert b.get_global_rubric() is None and "rating" not in b.to_checkpoint()
     assert b.get_question_rubric("no-such-question") is None
+
+
+def test_value_views_of_answer_template_and_benchmark(store: Store) -> None:
+    b = Benchmark.load(EXAMPLES / "pharmacology.jsonld", store=store)
+    qid = b.get_question_ids()[0]
+    q = b.get_question(qid)
+    assert (q.answer.text, q.answer.iri) == (q.raw_answer, f"{q.iri}/answer")
+    template = q.template
+    assert template is not None and template.code == q.answer_template and not template.is_default
+    assert template.template_id == q.template_id and template.iri == f"{q.iri}/template"
+    new = b.add_question("A question without a template?", "yes")
+    default = b.get_question(new).template
+    assert default is not None and default.is_default
+    info = b.info()
+    assert (info.name, info.version, info.question_count) == ("Pharmacology examples", "1.0.0", 5)
+    assert [t.name for t in info.global_rubric] == [t.name for t in b.get_global_rubric() or []]
+    assert info.custom_properties == b.get_all_custom_properties()
