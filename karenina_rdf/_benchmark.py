@@ -41,6 +41,7 @@ from ._question import Question, question_from_item
 from ._rubric import RubricTrait, coerce_trait
 from ._store import Store
 from ._templates import default_template, is_default_template, template_name
+from ._terms import string
 from ._vocab import KARENINA, SCHEMA
 
 _NOT_GIVEN: Any = object()
@@ -159,10 +160,14 @@ class Benchmark:
         header.update(fields)
         self._apply(self._header_update(header))
 
-    def _touch(self) -> str | None:
-        header = self._header()
-        header["dateModified"] = _now()
-        return self._header_update(header)
+    def _touch(self) -> str:
+        """Set the benchmark's dateModified to now (a direct update: no header re-mapping)."""
+        graph, modified = self._graph, f"<{SCHEMA}dateModified>"
+        return (
+            f"DELETE {{ GRAPH {graph} {{ <{self.iri}> {modified} ?d }} }} "
+            f"INSERT {{ GRAPH {graph} {{ <{self.iri}> {modified} {string(_now())} }} }} "
+            f"WHERE {{ OPTIONAL {{ GRAPH {graph} {{ <{self.iri}> {modified} ?d }} }} }}"
+        )
 
     def _item_iri(self, question_id: str) -> str:
         return item_iri(self.iri, question_id)
@@ -178,15 +183,11 @@ class Benchmark:
             raise QuestionNotFoundError(f"Question not found: {question_id}")
         return item_json(index, self._item_iri(question_id))
 
-    def _position(self, question_id: str) -> int:
-        index = self._item_index(question_id) or {}
-        pos = index.get(self._item_iri(question_id), {}).get(KARENINA + "position")
-        return int(pos[0].value) if pos else 0
-
-    def _write_item(self, question_id: str, item: dict[str, Any], position: int) -> None:
-        index = self._item_index(question_id) or {}
-        old = index_triples(index)
-        if index:
+    def _write_item(self, question_id: str, item: dict[str, Any], position: int, old_index: Index | None) -> None:
+        """Replace the item's triples (``old_index``, None for a new item) by ``item``'s."""
+        old = set()
+        if old_index:
+            old = index_triples(old_index)
             old.add(
                 (ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id)))
             )
@@ -194,12 +195,17 @@ class Benchmark:
         self._apply(diff_update(self._graph, old, new), self._touch())
 
     def _edit_question(self, question_id: str, change: Any) -> None:
-        item = self._item_json(question_id)
+        index = self._item_index(question_id)  # read once: item JSON, position and old triples
+        if index is None:
+            raise QuestionNotFoundError(f"Question not found: {question_id}")
+        node = self._item_iri(question_id)
+        item = item_json(index, node)
         # An id derived from the text would change with it: the question keeps the id it has.
         item["@id"] = question_id
         change(item["item"])
         item["dateModified"] = _now()
-        self._write_item(question_id, item, self._position(question_id))
+        position = index[node].get(KARENINA + "position")
+        self._write_item(question_id, item, int(position[0].value) if position else 0, index)
 
     # -- metadata --------------------------------------------------------------------------
     def _header_value(self, key: str) -> Any:
@@ -208,7 +214,6 @@ class Benchmark:
     def info(self) -> BenchmarkInfo:
         """The benchmark's own data in one read of its DataFeed node."""
         h = self._header()
-        c = h.get("creator")
         ratings = [RubricTrait.from_rating(r) for r in h.get("rating") or []]
         return BenchmarkInfo(
             id=self.id,
@@ -216,10 +221,10 @@ class Benchmark:
             name=h.get("name") or "",
             description=h.get("description") or "",
             version=h.get("version") or "0.1.0",
-            creator=str(c.get("name")) if isinstance(c, dict) else str(c or "Unknown"),
+            creator=_creator_name(h.get("creator")),
             date_created=h.get("dateCreated"),
             date_modified=h.get("dateModified"),
-            custom_properties={pv["name"]: pv.get("value") for pv in h.get("additionalProperty") or []},
+            custom_properties=_properties(h),
             global_rubric=[t for t in ratings if not t.dynamic],
             question_count=len(self),
         )
@@ -261,8 +266,7 @@ class Benchmark:
 
     @property
     def creator(self) -> str:
-        c = self._header_value("creator")
-        return str(c.get("name")) if isinstance(c, dict) else str(c or "Unknown")
+        return _creator_name(self._header_value("creator"))
 
     @property
     def created_at(self) -> str:
@@ -279,7 +283,7 @@ class Benchmark:
         return None
 
     def get_all_custom_properties(self) -> dict[str, Any]:
-        return {pv["name"]: pv.get("value") for pv in self._header().get("additionalProperty") or []}
+        return _properties(self._header())
 
     def set_custom_property(self, name: str, value: Any) -> None:
         header = self._header()
@@ -394,7 +398,7 @@ class Benchmark:
                 "Scenarios and standalone questions cannot coexist in the same benchmark."
             )
         code = _template_code(answer_template) if answer_template is not None else default_template(text)
-        existing = set(self.get_question_ids())
+        existing = _StoredIds(self)
         if question_id is None:
             question_id = generate_question_id(text, existing)
         elif question_id in existing:
@@ -430,7 +434,7 @@ class Benchmark:
         if keywords:
             q["keywords"] = list(keywords)
         item = {"@type": "DataFeedItem", "@id": question_id, "dateCreated": now, "dateModified": now, "item": q}
-        self._write_item(question_id, item, self._next_position())
+        self._write_item(question_id, item, self._next_position(), None)
         return question_id
 
     def _next_position(self) -> int:
@@ -445,7 +449,8 @@ class Benchmark:
         index = self._item_index(question_id)
         if index is None:
             return False
-        position = self._position(question_id)
+        pos = index[self._item_iri(question_id)].get(KARENINA + "position")
+        position = int(pos[0].value) if pos else 0
         old = index_triples(index)
         old.add((ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id))))
         graph = self._graph
@@ -597,6 +602,29 @@ class Benchmark:
             if all(hits) if match_all else any(hits):
                 out.append(q)
         return out
+
+
+def _creator_name(value: Any) -> str:
+    """Karenina's ``creator`` getter: a Person's name, the string, or "Unknown"."""
+    return str(value.get("name")) if isinstance(value, dict) else str(value or "Unknown")
+
+
+def _properties(header: dict[str, Any]) -> dict[str, Any]:
+    """Karenina's ``get_all_custom_properties``: every benchmark property, system ones included."""
+    return {pv["name"]: pv.get("value") for pv in header.get("additionalProperty") or []}
+
+
+class _StoredIds:
+    """Question ids of a benchmark as a container, answered by one lookup per id (no full read)."""
+
+    def __init__(self, bench: Benchmark) -> None:
+        self.bench, self.graph = bench, bench._graph
+
+    def __contains__(self, question_id: object) -> bool:
+        if not isinstance(question_id, str):
+            return False
+        node = ox.NamedNode(self.bench._item_iri(question_id))
+        return any(True for _ in self.bench.store.oxigraph.quads_for_pattern(node, None, None, self.graph))
 
 
 def _pv(name: str, value: Any) -> dict[str, Any]:

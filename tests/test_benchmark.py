@@ -383,3 +383,16 @@ def test_value_views_of_answer_template_and_benchmark(store: Store) -> None:
     assert (info.name, info.version, info.question_count) == ("Pharmacology examples", "1.0.0", 5)
     assert [t.name for t in info.global_rubric] == [t.name for t in b.get_global_rubric() or []]
     assert info.custom_properties == b.get_all_custom_properties()
+
+
+def test_edits_bump_modification_dates_as_karenina(store: Store) -> None:
+    b = Benchmark.load(EXAMPLES / "pharmacology.jsonld", store=store)
+    qid = b.get_question_ids()[0]
+    before_root, before_item = b.modified_at, b.get_question(qid).date_modified
+    created = b.get_question(qid).date_created
+    b.mark_unfinished(qid)
+    q = b.get_question(qid)
+    assert b.modified_at > before_root and q.date_modified is not None and q.date_modified > (before_item or "")
+    assert q.date_created == created  # dateCreated never changes
+    dates = [r["d"].value for r in store.query(f"SELECT ?d WHERE {{ <{b.iri}> schema:dateModified ?d }}")]
+    assert dates == [b.modified_at]  # replaced, not added
