@@ -72,6 +72,8 @@ def _errors() -> Iterator[None]:
         yield
     except CheckpointError as exc:
         raise _fail([str(p) for p in exc.problems]) from None
+    except BrokenPipeError:
+        raise  # the reader went away (`| head`): click exits quietly with status 1
     except UnicodeDecodeError as exc:
         raise _fail([f"not UTF-8 text: {exc}"]) from None
     except (KareninaRDFError, SyntaxError, OSError) as exc:
