@@ -141,8 +141,17 @@ def read_file(path: str | Path) -> Any:
 
 
 class _Mapper:
-    def __init__(self, base_iri: str, source: str | None, sink: TripleSink, keep_id: str | None = None) -> None:
+    def __init__(
+        self,
+        base_iri: str,
+        source: str | None,
+        sink: TripleSink,
+        keep_id: str | None = None,
+        pointers: dict[str, str] | None = None,
+    ) -> None:
         self.keep_id = keep_id
+        # Node IRI → JSON pointer of the object it came from, for validation reports on files.
+        self.pointers = pointers
         self.base_iri = base_iri
         self.source = source
         self.triples = sink
@@ -151,6 +160,10 @@ class _Mapper:
         self.qid: str | None = None
 
     # -- reporting -------------------------------------------------------------------------
+    def at(self, node: str, ptr: str) -> None:
+        if self.pointers is not None:
+            self.pointers[node] = ptr
+
     def fail(self, ptr: str, message: str) -> None:
         self.problems.append(Problem(message, self.source, ptr, self.qid))
 
@@ -246,6 +259,7 @@ class _Mapper:
         self.text(root, "@id", "")
         bid, b, derived = identity(root, self.base_iri, self.keep_id)
         B = t.iri(b)
+        self.at(b, "")
         self.add(B, _TYPE, _s("DataFeed"))
         self.add(B, _s("identifier"), t.string(bid))
         if derived:
@@ -289,6 +303,7 @@ class _Mapper:
         if person is None:
             return
         P = t.iri(f"{b}/creator")
+        self.at(f"{b}/creator", "/creator")
         self.add(t.iri(b), _s("creator"), P)
         self.add(P, _TYPE, _s("Person"))
         self.literal(P, _s("name"), person, "name", "/creator", required=True)
@@ -323,6 +338,8 @@ class _Mapper:
             return
         seen[qid] = i
         it, Q = t.iri(item_iri(b, qid)), question_iri(b, qid)
+        self.at(it[1:-1], ptr)
+        self.at(Q, f"{ptr}/item")
         self.add(t.iri(b), _s("dataFeedElement"), it)
         self.add(it, _TYPE, _s("DataFeedItem"))
         self.add(it, _k("position"), t.integer(i))
@@ -365,6 +382,7 @@ class _Mapper:
             answer = self.obj(node["acceptedAnswer"], f"{ptr}/acceptedAnswer", "acceptedAnswer (an Answer)", "Answer")
             if answer is not None:
                 A = t.iri(f"{q}/answer")
+                self.at(f"{q}/answer", f"{ptr}/acceptedAnswer")
                 self.add(Q, _s("acceptedAnswer"), A)
                 self.add(A, _TYPE, _s("Answer"))
                 self.source_id(A, answer, f"{ptr}/acceptedAnswer")
@@ -393,6 +411,7 @@ class _Mapper:
         if code is None:
             return
         T = t.iri(f"{q}/template")
+        self.at(f"{q}/template", ptr)
         self.add(t.iri(q), _s("hasPart"), T)
         self.add(T, _TYPE, _s("SoftwareSourceCode"))
         self.source_id(T, code, ptr)
@@ -444,6 +463,7 @@ class _Mapper:
                 _setting_pointer(ptr, r, prop), f"trait {name!r}: {message}"
             )
         T = t.iri(trait_iri(owner, name or "", taken))
+        self.at(T[1:-1], ptr)
         self.add(t.iri(owner), _s("contentRating"), T)
         self.add(T, _TYPE, _s("Rating"))
         self.add(T, _TYPE, _k(cls))
@@ -480,6 +500,7 @@ class _Mapper:
             self.fail(ptr, "a scenario needs 'nodes', an object keyed by node id")
         self.array(s, "edges", ptr, required=True)
         S = t.iri(child_iri(b, "scenarios", name or "", taken))
+        self.at(S[1:-1], ptr)
         self.add(t.iri(b), _s("hasPart"), S)
         self.add(S, _TYPE, _k("Scenario"))
         self.add(S, _k("position"), t.integer(i))
@@ -514,13 +535,15 @@ def map_checkpoint(
     source: str | None = None,
     stream: Writer | None = None,
     keep_id: str | None = None,
+    pointers: dict[str, str] | None = None,
 ) -> MappedBenchmark:
     """Check a parsed checkpoint against Karenina's load rules and map it to triples.
 
     With ``stream`` the triples are written there as N-Triples instead of kept in memory.
     ``keep_id`` is the identity to use when the document has no ``@id`` (an edited benchmark).
+    ``pointers``, when given, is filled with node IRI → JSON pointer of the object it came from.
     """
-    mapper = _Mapper(base_iri, source, TripleSink(stream), keep_id)
+    mapper = _Mapper(base_iri, source, TripleSink(stream), keep_id, pointers)
     try:
         return mapper.benchmark(doc)
     except UnicodeEncodeError as exc:

@@ -22,7 +22,7 @@ from rich.table import Table
 
 from ._benchmark import Benchmark
 from ._errors import CheckpointError, KareninaRDFError
-from ._store import BASE_IRI_ENV, STORE_ENV, Store, default_store_path
+from ._store import BASE_IRI_ENV, STORE_ENV, Store, checkpoint_files, default_store_path
 
 app = typer.Typer(
     name="karenina-rdf",
@@ -302,6 +302,50 @@ def delete(
         out.print(f"deleted {escape(gone.name)} {escape(gone.version or '')} ({gone.questions} questions)")
 
     _run(store, base_iri, act)
+
+
+@app.command()
+def validate(
+    targets: Annotated[
+        list[str] | None, typer.Argument(help="Checkpoint files or folders; with --stored, benchmark ids or names.")
+    ] = None,
+    stored: Annotated[bool, typer.Option("--stored", help="Validate what is in the store (all, or TARGETS).")] = False,
+    fmt: Annotated[str, typer.Option("--format", help="text, json or turtle (the sh:ValidationReport).")] = "text",
+    engine: Annotated[str, typer.Option("--engine", help="auto, fast or pyshacl (the reference).")] = "auto",
+    store: StoreOpt = None,
+    base_iri: BaseOpt = None,
+) -> None:
+    """Validate checkpoint files, or stored benchmarks, against the shapes and checks (exit 1 if not conforming)."""
+    from ._validate import report_json, reports_turtle, validate_store
+    from ._validate import validate as validate_file
+
+    if fmt not in ("text", "json", "turtle") or engine not in ("auto", "fast", "pyshacl"):
+        err.print("[red]error:[/red] --format is text, json or turtle; --engine is auto, fast or pyshacl")
+        raise typer.Exit(2)
+    if not targets and not stored:
+        err.print("[red]error:[/red] name checkpoint files to validate, or use --stored")
+        raise typer.Exit(2)
+
+    def act(s: Store | None) -> list[Any]:
+        if s is not None:
+            refs: list[str | None] = list(targets) if targets else [None]
+            return [r for ref in refs for r in validate_store(s, ref, engine=engine)]  # type: ignore[arg-type]
+        files = list(checkpoint_files(targets or []))
+        return [validate_file(f, engine=engine, base_iri=base_iri) for f in files]  # type: ignore[arg-type]
+
+    reports = _run(store, base_iri, act) if stored else act(None)
+    if fmt == "json":
+        sys.stdout.write(report_json(reports) + "\n")
+    elif fmt == "turtle":
+        sys.stdout.write(reports_turtle(reports))
+    else:
+        for r in reports:
+            mark = "[green]conforms[/green]" if r.conforms else "[red]does not conform[/red]"
+            label = (r.benchmark if stored else r.source) or r.benchmark or "?"
+            out.print(f"{escape(label)}: {mark} ({len(r.violations)} violations, {len(r.warnings)} warnings)")
+            for f in r.findings:
+                out.print("  " + escape(f.line(r.source)))
+    raise typer.Exit(0 if all(r.conforms for r in reports) else 1)
 
 
 def main() -> None:

@@ -39,6 +39,8 @@ class Reporter(Protocol):
 
     def warn(self, ptr: str, message: str) -> None: ...
 
+    def at(self, node: str, ptr: str) -> None: ...
+
 
 def predicate(owner_kind: str, name: str) -> str | None:
     """The typed predicate for a property name on a benchmark, question or trait, if known."""
@@ -139,6 +141,7 @@ def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report
                 layout.append([name, "o" if term is None else ("s" if as_string else "v")])
             continue
         P = t.iri(f"{owner}/properties/{i}")
+        report.at(P[1:-1], here)
         triples.append((subj, t.iri(SCHEMA + "additionalProperty"), P))
         triples.append((P, t.iri(RDF + "type"), t.iri(SCHEMA + "PropertyValue")))
         triples.append((P, t.iri(SCHEMA + "name"), t.string(name)))

@@ -1,0 +1,242 @@
+"""Validation: the shapes and the Python checks over a checkpoint file or the store, as one report.
+
+A file is mapped with the importer's own rules into an in-memory store and validated there; each
+focus node maps back to the JSON pointer of the object it came from. Karenina's load rules that
+the mapper enforces (spec §11) come back in the same report, under their own component.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, Literal
+
+import pyoxigraph as ox
+from pydantic import BaseModel, ConfigDict
+
+from ._checkpoint import map_checkpoint, read_file
+from ._errors import CheckpointError, Problem
+from ._ids import unsegment
+from ._shapes import SH, Severity, ValidationResult, store_graph_to_rdflib, validate_graph_pyshacl
+from ._store import Store
+from ._vocab import SCHEMA
+
+Engine = Literal["auto", "fast", "pyshacl"]
+LOAD_RULES = "urn:karenina-rdf:checks:KareninaLoadRules"
+
+
+class Finding(BaseModel):
+    """One validation result, located for a person: benchmark, question, JSON pointer, property."""
+
+    model_config = ConfigDict(frozen=True)
+
+    severity: Severity
+    message: str
+    benchmark: str | None = None
+    question_id: str | None = None
+    question_text: str | None = None
+    pointer: str | None = None
+    focus_node: str | None = None
+    path: str | None = None
+    component: str
+    source_shape: str | None = None
+    value: str | None = None
+
+    def line(self, source: str | None = None) -> str:
+        where = [source or self.benchmark or "?"]
+        if self.pointer is not None:
+            where.append(f"at {self.pointer or '/'}")
+        if self.question_id is not None:
+            text = (self.question_text or "")[:40]
+            where.append(f"(question {self.question_id!r}" + (f": {text!r}" if text else "") + ")")
+        prop = f" [{self.path}]" if self.path else ""
+        return f"{self.severity.lower()}: {' '.join(where)}{prop}: {self.message}"
+
+
+class Report(BaseModel):
+    """Every finding for one file or one stored benchmark. ``conforms``: no Violation."""
+
+    model_config = ConfigDict(frozen=True)
+
+    source: str | None
+    benchmark: str | None
+    findings: list[Finding]
+
+    @property
+    def conforms(self) -> bool:
+        return not any(f.severity == "Violation" for f in self.findings)
+
+    @property
+    def violations(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "Violation"]
+
+    @property
+    def warnings(self) -> list[Finding]:
+        return [f for f in self.findings if f.severity == "Warning"]
+
+    def to_turtle(self) -> str:
+        """The standard ``sh:ValidationReport`` graph (SHACL §3.6)."""
+        return reports_turtle([self])
+
+
+def _sh(local: str) -> ox.NamedNode:
+    return ox.NamedNode(SH + local)
+
+
+def reports_turtle(reports: Sequence[Report]) -> str:
+    store = ox.Store()
+    report = ox.BlankNode()
+    g = ox.DefaultGraph()
+    store.add(
+        ox.Quad(report, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"), _sh("ValidationReport"), g)
+    )
+    # SHACL's sh:conforms is false as soon as there is any result, warnings included; our
+    # Report.conforms (the exit code, and whether import refuses) looks at Violations only.
+    conforms = not any(r.findings for r in reports)
+    store.add(ox.Quad(report, _sh("conforms"), ox.Literal(conforms), g))
+    for r in reports:
+        for f in r.findings:
+            node = ox.BlankNode()
+            store.add(ox.Quad(report, _sh("result"), node, g))
+            store.add(
+                ox.Quad(
+                    node, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"), _sh("ValidationResult"), g
+                )
+            )
+            store.add(ox.Quad(node, _sh("resultSeverity"), _sh(f.severity), g))
+            store.add(ox.Quad(node, _sh("resultMessage"), ox.Literal(f.message), g))
+            store.add(ox.Quad(node, _sh("sourceConstraintComponent"), ox.NamedNode(f.component), g))
+            if f.focus_node:
+                store.add(ox.Quad(node, _sh("focusNode"), ox.NamedNode(f.focus_node), g))
+            if f.path and not f.path.startswith(("^", "<")):
+                store.add(ox.Quad(node, _sh("resultPath"), ox.NamedNode(f.path), g))
+            if f.source_shape:
+                store.add(ox.Quad(node, _sh("sourceShape"), ox.NamedNode(f.source_shape), g))
+            if f.value is not None:
+                store.add(ox.Quad(node, _sh("value"), ox.Literal(f.value), g))
+    out = store.dump(format=ox.RdfFormat.TURTLE, prefixes={"sh": SH, "schema": SCHEMA}, from_graph=g)
+    return (out or b"").decode("utf-8")
+
+
+def validate(source: str | Path | dict[str, Any], *, engine: Engine = "auto", base_iri: str | None = None) -> Report:
+    """Validate a checkpoint file (or parsed document) without storing it."""
+    label = None if isinstance(source, dict) else str(source)
+    pointers: dict[str, str] = {}
+    try:
+        doc = source if isinstance(source, dict) else read_file(source)
+        store = Store.memory(base_iri=base_iri)
+        mapped = map_checkpoint(doc, base_iri=store.base_iri, source=label, pointers=pointers)
+    except CheckpointError as exc:
+        return Report(source=label, benchmark=None, findings=[_load_finding(p) for p in exc.problems])
+    graph = ox.NamedNode(mapped.iri + "/graph/validation")
+    text = "".join(f"{s} {p} {o} .\n" for s, p, o in mapped.triples)
+    store.oxigraph.load(input=text.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+    findings = _findings(store, graph, mapped.iri, mapped.name, engine, pointers)
+    return Report(source=label, benchmark=mapped.name, findings=findings)
+
+
+def validate_store(store: Store, ref: str | None = None, *, engine: Engine = "auto") -> list[Report]:
+    """Validate stored benchmarks (one report each): all of them, or the one ``ref`` names."""
+    benches = [store.resolve(ref)] if ref is not None else [b.iri for b in store.benchmarks()]
+    reports = []
+    for bench in benches:
+        summary = store.summary(bench)
+        graph = store.graph_of(bench)[1]
+        findings = _findings(store, graph, bench, summary.name, engine, None)
+        reports.append(Report(source=summary.source, benchmark=summary.name, findings=findings))
+    return reports
+
+
+def _findings(
+    store: Store, graph: ox.NamedNode, bench: str, name: str, engine: Engine, pointers: dict[str, str] | None
+) -> list[Finding]:
+    results = _shacl_results(store, graph, engine) + _check_results(store, graph)
+    texts = _question_texts(store, graph)
+    out = []
+    for r in results:
+        qid, q_iri = _question_of(bench, r.focus_node)
+        out.append(
+            Finding(
+                severity=r.severity,
+                message=r.message,
+                benchmark=name,
+                question_id=qid,
+                question_text=texts.get(q_iri) if q_iri else None,
+                pointer=pointers.get(r.focus_node) if pointers is not None else None,
+                focus_node=r.focus_node,
+                path=r.path,
+                component=r.source_constraint_component,
+                source_shape=r.source_shape,
+                value=r.value,
+            )
+        )
+    order = {"Violation": 0, "Warning": 1, "Info": 2}
+    return sorted(out, key=lambda f: (order[f.severity], f.pointer or "", f.focus_node or "", f.message))
+
+
+def _shacl_results(store: Store, graph: ox.NamedNode, engine: Engine) -> list[ValidationResult]:
+    if engine != "pyshacl":
+        try:
+            from ._shacl import validate_store_graph
+        except ImportError:
+            if engine == "fast":
+                raise
+        else:
+            return list(validate_store_graph(store.oxigraph, [graph]).results)
+    return list(validate_graph_pyshacl(store_graph_to_rdflib(store, graph)).results)
+
+
+def _check_results(store: Store, graph: ox.NamedNode) -> list[ValidationResult]:
+    try:
+        from ._checks import run_checks
+    except ImportError:  # the Python checks land separately (issue 4)
+        return []
+    return list(run_checks(store.oxigraph, [graph]))
+
+
+def _question_texts(store: Store, graph: ox.NamedNode) -> dict[str, str]:
+    rows = store.oxigraph.query(
+        f"SELECT ?q ?t WHERE {{ ?q a <{SCHEMA}Question> ; <{SCHEMA}text> ?t }}", default_graph=graph
+    )
+    assert isinstance(rows, ox.QuerySolutions)
+    return {str(r["q"].value): str(r["t"].value) for r in rows}
+
+
+def _question_of(bench: str, focus: str) -> tuple[str | None, str | None]:
+    """The question a focus node belongs to, from the minted IRI (docs/data-model.md)."""
+    for collection in ("/questions/", "/items/"):
+        prefix = bench + collection
+        if focus.startswith(prefix):
+            seg = focus[len(prefix) :].split("/", 1)[0]
+            return unsegment(seg), bench + "/questions/" + seg
+    return None, None
+
+
+def _load_finding(p: Problem) -> Finding:
+    return Finding(
+        severity="Violation",
+        message=p.message + (f" (line {p.line})" if p.line is not None else ""),
+        question_id=p.question_id,
+        pointer=p.pointer,
+        component=LOAD_RULES,
+    )
+
+
+def report_json(reports: Sequence[Report]) -> str:
+    return json.dumps(
+        {
+            "conforms": all(r.conforms for r in reports),
+            "reports": [
+                {
+                    "source": r.source,
+                    "benchmark": r.benchmark,
+                    "conforms": r.conforms,
+                    "findings": [f.model_dump() for f in r.findings],
+                }
+                for r in reports
+            ],
+        },
+        indent=2,
+        ensure_ascii=False,
+    )

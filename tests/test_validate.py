@@ -1,0 +1,116 @@
+"""Validation reports: one report for shapes, Python checks and Karenina's load rules, located
+by benchmark, question, JSON pointer and property; the CLI's formats and exit codes."""
+
+from __future__ import annotations
+
+import copy
+import json
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+import pytest
+from typer.testing import CliRunner
+
+from karenina_rdf import Store
+from karenina_rdf._cli import app
+from karenina_rdf._validate import LOAD_RULES, validate, validate_store
+
+from .conftest import EXAMPLES, load_json
+
+DOC = load_json(EXAMPLES / "molecular-biology.jsonld")
+runner = CliRunner()
+
+
+def _regex_without_pattern(doc: dict[str, Any]) -> None:
+    doc["dataFeedElement"][1]["item"]["rating"] = [
+        {
+            "@type": "Rating",
+            "name": "cites",
+            "bestRating": 1.0,
+            "worstRating": 0.0,
+            "additionalType": "karenina:QuestionSpecificRegexTrait",
+        }
+    ]
+
+
+def test_example_conforms() -> None:
+    report = validate(EXAMPLES / "pharmacology.jsonld", engine="pyshacl")
+    assert report.conforms and report.findings == []
+    assert report.benchmark == "Pharmacology examples"
+
+
+def test_warning_is_located_in_the_file() -> None:
+    doc = copy.deepcopy(DOC)
+    _regex_without_pattern(doc)
+    report = validate(doc, engine="pyshacl")
+    assert report.conforms  # a warning does not make it fail
+    (finding,) = report.warnings
+    qid = doc["dataFeedElement"][1]["@id"]
+    assert finding.pointer == "/dataFeedElement/1/item/rating/0"
+    assert (finding.question_id, finding.question_text) == (qid, doc["dataFeedElement"][1]["item"]["text"])
+    assert finding.path == "urn:karenina:vocab:pattern"
+    assert "regex trait has no pattern" in finding.message
+    assert finding.benchmark == "Molecular biology examples"
+
+
+def test_load_rules_come_back_in_the_same_report() -> None:
+    doc = copy.deepcopy(DOC)
+    doc["dataFeedElement"][2]["item"].pop("acceptedAnswer")
+    report = validate(doc, engine="pyshacl")
+    assert not report.conforms
+    (finding,) = report.violations
+    assert (finding.component, finding.pointer) == (LOAD_RULES, "/dataFeedElement/2/item")
+    assert finding.question_id == doc["dataFeedElement"][2]["@id"]
+
+
+def test_turtle_is_a_standard_report() -> None:
+    doc = copy.deepcopy(DOC)
+    _regex_without_pattern(doc)
+    text = validate(doc, engine="pyshacl").to_turtle()
+    g = ox.Store()
+    g.load(input=text.encode(), format=ox.RdfFormat.TURTLE)
+    sh = "http://www.w3.org/ns/shacl#"
+    ask = g.query(
+        f"ASK {{ ?r a <{sh}ValidationReport> ; <{sh}conforms> false ; <{sh}result> ?x . "
+        f"?x <{sh}resultSeverity> <{sh}Warning> ; <{sh}focusNode> ?f ; <{sh}resultPath> ?p ; <{sh}resultMessage> ?m }}"
+    )
+    assert bool(ask)
+
+
+def test_validate_store(store: Store) -> None:
+    store.import_paths([EXAMPLES])
+    reports = validate_store(store, engine="pyshacl")
+    assert [r.benchmark for r in reports] == sorted(r.benchmark or "" for r in reports)
+    assert all(r.conforms for r in reports) and len(reports) == 3
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "expect"),
+    [
+        (["validate", str(EXAMPLES)], 0, "conforms (0 violations, 0 warnings)"),
+        (["validate", "BAD"], 1, "at /dataFeedElement/2/item (question"),
+        (["validate", "BAD", "--format", "json"], 1, '"conforms": false'),
+        (["validate", "BAD", "--format", "turtle"], 1, "sh:ValidationReport"),
+        (["validate"], 2, ""),
+        (["validate", "x", "--format", "xml"], 2, ""),
+    ],
+)
+def test_cli(tmp_path: Path, args: list[str], code: int, expect: str) -> None:
+    doc = copy.deepcopy(DOC)
+    doc["dataFeedElement"][2]["item"].pop("acceptedAnswer")
+    bad = tmp_path / "bad.jsonld"
+    bad.write_text(json.dumps(doc), encoding="utf-8")
+    args = [str(bad) if a == "BAD" else a for a in args] + ["--engine", "pyshacl", "--store", str(tmp_path / "s")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == code, result.output
+    assert expect in result.stdout
+
+
+def test_cli_stored(tmp_path: Path) -> None:
+    store = str(tmp_path / "s")
+    assert runner.invoke(app, ["import", str(EXAMPLES), "--store", store]).exit_code == 0
+    result = runner.invoke(
+        app, ["validate", "--stored", "Pharmacology examples", "--engine", "pyshacl", "--store", store]
+    )
+    assert result.exit_code == 0 and "Pharmacology examples" in result.stdout
