@@ -14,6 +14,16 @@ date types do not conform), ``sh:nodeKind``, ``sh:class``, ``sh:in``, ``sh:minLe
 ``sh:minExclusive``, ``sh:maxExclusive``, ``sh:hasValue``, ``sh:lessThan``, ``sh:or``,
 ``sh:and``, ``sh:not``, ``sh:xone``, ``sh:node``, ``sh:severity``, ``sh:message``,
 ``sh:deactivated``. Any other constraint parameter raises :class:`UnsupportedShape`.
+
+Query plan (see :class:`_Run`): shapes whose target classes have no instance are skipped; value
+checks are grouped by path (one scan per path, one gate expression); sh:maxCount 1 is first
+gated by a count; missing values are anti-joins (MINUS); shapes with at most ``SMALL_FOCUS``
+focus nodes start from them instead. Queries run on several threads.
+
+Known differences from pyshacl (none affects the agreement on shapes/): literal focus nodes and
+values are reported as pyoxigraph stores them (numbers canonical: ``4.0`` → ``4``); blank nodes
+as ``_:label``; a shape without ``sh:message`` gets "<Component> violated" instead of pyshacl's
+generated text.
 """
 
 from __future__ import annotations
