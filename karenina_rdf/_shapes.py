@@ -7,7 +7,7 @@ stores, so faster engines must agree with :func:`validate_graph_pyshacl` on ever
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -150,21 +150,22 @@ def _severity(node: rdflib.URIRef | None) -> Severity:
     return "Violation"
 
 
-def _path_text(g: rdflib.Graph, node: rdflib.term.Node) -> str:
-    """A SHACL property path as text: ``<iri>``, ``^<iri>``, ``<a>/<b>``, ``<a>|<b>``, ``<a>*``…"""
+def _path_text(g: rdflib.Graph, node: rdflib.term.Node, iri: Callable[[str], str] = "<{}>".format) -> str:
+    """A SHACL property path as text: ``<iri>``, ``^<iri>``, ``<a>/<b>``, ``<a>|<b>``, ``<a>*``…
+    (``iri`` renders each IRI: angle brackets here, CURIEs in docs/shapes.md)."""
     from rdflib import BNode, URIRef
     from rdflib.collection import Collection
 
     sh = _ns(SH)
     if isinstance(node, URIRef):
-        return f"<{node}>"
+        return iri(str(node))
     if not isinstance(node, BNode):
         return str(node)
     if (inv := g.value(node, sh["inversePath"])) is not None:
-        return f"^{_path_text(g, inv)}"
+        return f"^{_path_text(g, inv, iri)}"
     if (alt := g.value(node, sh["alternativePath"])) is not None:
-        return "(" + "|".join(_path_text(g, p) for p in Collection(g, alt)) + ")"
+        return "(" + "|".join(_path_text(g, p, iri) for p in Collection(g, alt)) + ")"
     for pred, suffix in (("zeroOrMorePath", "*"), ("oneOrMorePath", "+"), ("zeroOrOnePath", "?")):
         if (inner := g.value(node, sh[pred])) is not None:
-            return f"{_path_text(g, inner)}{suffix}"
-    return "/".join(_path_text(g, p) for p in Collection(g, node))
+            return f"{_path_text(g, inner, iri)}{suffix}"
+    return "/".join(_path_text(g, p, iri) for p in Collection(g, node))

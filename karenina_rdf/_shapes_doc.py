@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._checks import CHECKS
-from ._shapes import SH, shape_files
+from ._shapes import SH, _path_text, shape_files
 from ._vocab import PREFIXES
 
 if TYPE_CHECKING:
@@ -85,21 +85,7 @@ def _list(g: rdflib.Graph, node: Any) -> list[Any]:
 
 def _path_curie(g: rdflib.Graph, node: Any) -> str:
     """A SHACL property path with CURIEs: ``schema:text``, ``^schema:hasPart``, ``a/b``, ``(a|b)``, ``a*``."""
-    from rdflib import BNode, URIRef
-
-    sh = _ns()
-    if isinstance(node, URIRef):
-        return _curie(str(node))
-    if not isinstance(node, BNode):
-        return str(node)
-    if (inv := g.value(node, sh["inversePath"])) is not None:
-        return f"^{_path_curie(g, inv)}"
-    if (alt := g.value(node, sh["alternativePath"])) is not None:
-        return "(" + "|".join(_path_curie(g, p) for p in _list(g, alt)) + ")"
-    for pred, suffix in (("zeroOrMorePath", "*"), ("oneOrMorePath", "+"), ("zeroOrOnePath", "?")):
-        if (inner := g.value(node, sh[pred])) is not None:
-            return f"{_path_curie(g, inner)}{suffix}"
-    return "/".join(_path_curie(g, p) for p in _list(g, node))
+    return _path_text(g, node, _curie)
 
 
 def _shape_words(g: rdflib.Graph, shape: Any) -> str:
