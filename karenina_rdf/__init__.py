@@ -19,6 +19,7 @@ from ._ids import generate_question_id, question_md5_id, template_id
 from ._question import Answer, AnswerTemplate, Question
 from ._rubric import RubricTrait
 from ._store import BenchmarkSummary, ImportReport, ImportResult, Store
+from ._validate import BenchmarkReport, Finding, validate, validate_store
 from ._vocab import KARENINA, SCHEMA
 
 __version__ = "0.1.0"
@@ -30,10 +31,12 @@ __all__ = [
     "Benchmark",
     "BenchmarkInfo",
     "BenchmarkNotFoundError",
+    "BenchmarkReport",
     "BenchmarkSummary",
     "CANONICAL_CONTEXT",
     "CheckpointError",
     "DuplicateQuestionError",
+    "Finding",
     "ImportReport",
     "ImportResult",
     "InvalidValueError",
@@ -53,4 +56,6 @@ __all__ = [
     "question_md5_id",
     "read_file",
     "template_id",
+    "validate",
+    "validate_store",
 ]

@@ -54,7 +54,7 @@ class Finding(BaseModel):
         return f"{self.severity.lower()}: {' '.join(where)}{prop}: {self.message}"
 
 
-class Report(BaseModel):
+class BenchmarkReport(BaseModel):
     """Every finding for one file or one stored benchmark. ``conforms``: no Violation."""
 
     model_config = ConfigDict(frozen=True)
@@ -84,7 +84,7 @@ def _sh(local: str) -> ox.NamedNode:
     return ox.NamedNode(SH + local)
 
 
-def reports_turtle(reports: Sequence[Report]) -> str:
+def reports_turtle(reports: Sequence[BenchmarkReport]) -> str:
     store = ox.Store()
     report = ox.BlankNode()
     g = ox.DefaultGraph()
@@ -92,7 +92,7 @@ def reports_turtle(reports: Sequence[Report]) -> str:
         ox.Quad(report, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"), _sh("ValidationReport"), g)
     )
     # SHACL's sh:conforms is false as soon as there is any result, warnings included; our
-    # Report.conforms (the exit code, and whether import refuses) looks at Violations only.
+    # BenchmarkReport.conforms (the exit code, and whether import refuses) looks at Violations only.
     conforms = not any(r.findings for r in reports)
     store.add(ox.Quad(report, _sh("conforms"), ox.Literal(conforms), g))
     for r in reports:
@@ -119,7 +119,9 @@ def reports_turtle(reports: Sequence[Report]) -> str:
     return (out or b"").decode("utf-8")
 
 
-def validate(source: str | Path | dict[str, Any], *, engine: Engine = "auto", base_iri: str | None = None) -> Report:
+def validate(
+    source: str | Path | dict[str, Any], *, engine: Engine = "auto", base_iri: str | None = None
+) -> BenchmarkReport:
     """Validate a checkpoint file (or parsed document) without storing it."""
     label = None if isinstance(source, dict) else str(source)
     pointers: dict[str, str] = {}
@@ -128,15 +130,15 @@ def validate(source: str | Path | dict[str, Any], *, engine: Engine = "auto", ba
         store = Store.memory(base_iri=base_iri)
         mapped = map_checkpoint(doc, base_iri=store.base_iri, source=label, pointers=pointers)
     except CheckpointError as exc:
-        return Report(source=label, benchmark=None, findings=[_load_finding(p) for p in exc.problems])
+        return BenchmarkReport(source=label, benchmark=None, findings=[_load_finding(p) for p in exc.problems])
     graph = ox.NamedNode(mapped.iri + "/graph/validation")
     text = "".join(f"{s} {p} {o} .\n" for s, p, o in mapped.triples)
     store.oxigraph.load(input=text.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
     findings = _findings(store, graph, mapped.iri, mapped.name, engine, pointers)
-    return Report(source=label, benchmark=mapped.name, findings=findings)
+    return BenchmarkReport(source=label, benchmark=mapped.name, findings=findings)
 
 
-def validate_store(store: Store, ref: str | None = None, *, engine: Engine = "auto") -> list[Report]:
+def validate_store(store: Store, ref: str | None = None, *, engine: Engine = "auto") -> list[BenchmarkReport]:
     """Validate stored benchmarks (one report each): all of them, or the one ``ref`` names."""
     benches = [store.resolve(ref)] if ref is not None else [b.iri for b in store.benchmarks()]
     reports = []
@@ -144,7 +146,7 @@ def validate_store(store: Store, ref: str | None = None, *, engine: Engine = "au
         summary = store.summary(bench)
         graph = store.graph_of(bench)[1]
         findings = _findings(store, graph, bench, summary.name, engine, None)
-        reports.append(Report(source=summary.source, benchmark=summary.name, findings=findings))
+        reports.append(BenchmarkReport(source=summary.source, benchmark=summary.name, findings=findings))
     return reports
 
 
@@ -223,7 +225,7 @@ def _load_finding(p: Problem) -> Finding:
     )
 
 
-def report_json(reports: Sequence[Report]) -> str:
+def report_json(reports: Sequence[BenchmarkReport]) -> str:
     return json.dumps(
         {
             "conforms": all(r.conforms for r in reports),
