@@ -392,6 +392,10 @@ class Benchmark:
             raise TypeError(f"question must be a string, dict, or Question object, got {type(question)}")
         if not text:
             raise InvalidValueError("question text must not be empty")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidValueError("question text holds an unpaired UTF-16 surrogate, which is not text") from None
         if self._header().get("hasPart"):
             raise InvalidValueError(
                 "Cannot add standalone questions to a scenario benchmark. "

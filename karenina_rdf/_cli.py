@@ -333,7 +333,26 @@ def validate(
         files = list(checkpoint_files(targets or []))
         return [validate_file(f, engine=engine, base_iri=base_iri) for f in files]  # type: ignore[arg-type]
 
-    reports = _run(store, base_iri, act) if stored else act(None)
+    # A benchmark that is not there, a bad base IRI or nothing to validate are usage errors (2),
+    # kept apart from "does not conform" (1).
+    try:
+        if stored:
+            s = _open(store, base_iri)
+            try:
+                reports = act(s)
+            finally:
+                s.close()
+        else:
+            reports = act(None)
+    except KareninaRDFError as exc:
+        err.print(f"[red]error:[/red] {escape(str(exc))}")
+        raise typer.Exit(2) from None
+    if not reports:
+        err.print(
+            "[red]error:[/red] nothing to validate: "
+            + ("the store is empty" if stored else "no checkpoint files found")
+        )
+        raise typer.Exit(2)
     if fmt == "json":
         sys.stdout.write(report_json(reports) + "\n")
     elif fmt == "turtle":

@@ -301,7 +301,8 @@ class Store:
         if isinstance(source, dict):
             doc, label = source, name
         else:
-            label = name or str(source)
+            # A file name that is not UTF-8 (surrogate escapes on Linux) is kept readable, not fatal.
+            label = (name or str(source)).encode("utf-8", "backslashreplace").decode("utf-8")
             data = read_bytes(source)
             file_hash = hashlib.sha256(data).hexdigest()
             doc = read_json(data, label)
@@ -323,12 +324,12 @@ class Store:
                     chunks.close()
                     del doc  # the parsed JSON is the largest object of a big import
                 self._load(mapped, chunks, loader, graph)
+                return self._publish(mapped, graph, old_graph, file_hash)
             except BaseException:
                 loader.finish(raise_errors=False)
-                if self._ox.contains_named_graph(graph):
+                if self._ox.contains_named_graph(graph) and graph not in self._live().values():
                     self._drop_graph(graph)
                 raise
-        return self._publish(mapped, graph, old_graph, file_hash)
 
     def _load(self, mapped: MappedBenchmark, chunks: _Chunks, loader: _Loader, graph: ox.NamedNode) -> None:
         last = chunks.paths[-1:] if chunks.paths and chunks.paths[-1] not in loader.submitted else []
@@ -481,7 +482,11 @@ class Store:
         )
 
     def update_graph(self, sparql_update: str) -> None:
+        """Run a SPARQL update on the store. The stored benchmarks may no longer match the files
+        they came from, so every content hash is forgotten: the next import of a file replaces."""
         self._ox.update(sparql_update)
+        for bench in self._live():
+            self.mark_edited(bench)
 
 
 class _Chunks:

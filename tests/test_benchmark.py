@@ -396,3 +396,8 @@ def test_edits_bump_modification_dates_as_karenina(store: Store) -> None:
     assert q.date_created == created  # dateCreated never changes
     dates = [r["d"].value for r in store.query(f"SELECT ?d WHERE {{ <{b.iri}> schema:dateModified ?d }}")]
     assert dates == [b.modified_at]  # replaced, not added
+
+
+def test_add_question_refuses_text_that_is_not_unicode(bench: Benchmark) -> None:
+    with pytest.raises(InvalidValueError, match="surrogate"):
+        bench.add_question(json.loads('"x\\ud800?"'), "a")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
 import pytest
@@ -283,19 +284,29 @@ def test_scenarios_with_the_same_name_stay_apart(store: Store) -> None:
 
 
 @pytest.fixture
-def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> None:
+def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Exercise the big-import path (chunks bulk-loaded by a second thread) on small files."""
-    from karenina_rdf import _store
+    from karenina_rdf import _checkpoint, _store
 
     monkeypatch.setattr(_store, "_CHUNK", 40)
     monkeypatch.setattr(_store, "_SMALL", 10)
+    monkeypatch.setattr(_checkpoint.TripleSink, "_BLOCK", 7)  # chunks rotate between written blocks
+    loads: list[str] = []
+    real = _store._Loader.submit
+
+    def submit(self: Any, path: Path) -> None:
+        loads.append(path.name)
+        real(self, path)
+
+    monkeypatch.setattr(_store._Loader, "submit", submit)
+    return loads
 
 
-@pytest.mark.usefixtures("tiny_chunks")
-def test_pipelined_import_gives_the_same_graph(tmp_path: Path) -> None:
+def test_pipelined_import_gives_the_same_graph(tmp_path: Path, tiny_chunks: list[str]) -> None:
     path = EXAMPLES / "molecular-biology.jsonld"
     with Store(tmp_path / "a") as big:
         iri = big.import_checkpoint(path).iri
+        assert len(tiny_chunks) > 3  # several chunks went through the background loader
         pipelined = {
             (str(q.subject), str(q.predicate), str(q.object))
             for q in big.oxigraph.quads_for_pattern(None, None, None, big.graph_of(iri)[1])
@@ -310,8 +321,7 @@ def test_pipelined_import_gives_the_same_graph(tmp_path: Path) -> None:
     assert pipelined == direct
 
 
-@pytest.mark.usefixtures("tiny_chunks")
-def test_pipelined_import_failing_late_leaves_store_unchanged(tmp_path: Path) -> None:
+def test_pipelined_import_failing_late_leaves_store_unchanged(tmp_path: Path, tiny_chunks: list[str]) -> None:
     doc = load_json(EXAMPLES / "molecular-biology.jsonld")
     with Store(tmp_path / "s") as store:
         store.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
@@ -321,4 +331,30 @@ def test_pipelined_import_failing_late_leaves_store_unchanged(tmp_path: Path) ->
         bad.write_text(json.dumps(doc), encoding="utf-8")
         with pytest.raises(CheckpointError, match="missing required field 'text'"):
             store.import_checkpoint(bad)
+        assert len(tiny_chunks) > 3  # chunks were loaded before the error was found
         assert _all_quads(store) == before
+
+
+def test_file_name_that_is_not_utf8(tmp_path: Path) -> None:
+    import os
+
+    weird = Path(os.fsdecode(str(tmp_path).encode() + b"/x\xff.jsonld"))
+    weird.write_bytes((EXAMPLES / "pharmacology.jsonld").read_bytes())
+    with Store(tmp_path / "s") as store:
+        result = store.import_checkpoint(weird)
+        assert result.status == "imported" and "x\\udcff.jsonld" in (result.source or "")
+        assert store.benchmarks()[0].source == result.source
+
+
+def test_raw_updates_forget_content_hashes(store: Store) -> None:
+    iri = store.import_checkpoint(EXAMPLES / "pharmacology.jsonld").iri
+    graph = store.graph_of(iri)[1]
+    name = "<https://schema.org/name>"
+    store.update_graph(
+        f"DELETE {{ GRAPH {graph} {{ <{iri}> {name} ?n }} }} "
+        f'INSERT {{ GRAPH {graph} {{ <{iri}> {name} "hacked" }} }} '
+        f"WHERE {{ GRAPH {graph} {{ <{iri}> {name} ?n }} }}"
+    )
+    assert store.summary(iri).name == "hacked"
+    assert store.import_checkpoint(EXAMPLES / "pharmacology.jsonld").status == "replaced"
+    assert store.summary(iri).name == "Pharmacology examples"

@@ -114,3 +114,19 @@ def test_cli_stored(tmp_path: Path) -> None:
         app, ["validate", "--stored", "Pharmacology examples", "--engine", "pyshacl", "--store", store]
     )
     assert result.exit_code == 0 and "Pharmacology examples" in result.stdout
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["validate", "EMPTY"],
+        ["validate", "--stored", "nosuch"],
+        ["validate", str(EXAMPLES), "--base-iri", "not an iri"],
+    ],
+    ids=["no checkpoint files", "unknown stored benchmark", "bad base IRI"],
+)
+def test_cli_usage_errors(tmp_path: Path, args: list[str]) -> None:
+    (tmp_path / "empty").mkdir()
+    args = [str(tmp_path / "empty") if a == "EMPTY" else a for a in args] + ["--store", str(tmp_path / "s")]
+    result = runner.invoke(app, args)
+    assert result.exit_code == 2 and "error:" in result.stderr and "Traceback" not in result.output
