@@ -92,13 +92,16 @@ def _run(store: str | None, base_iri: str | None, action: Callable[[Store], T]) 
 @app.command("import")
 def import_(
     paths: Annotated[list[Path], typer.Argument(help="Checkpoint files or folders of them.")],
+    validate: Annotated[
+        bool, typer.Option("--validate", help="Check against the shapes first; a violation refuses the file.")
+    ] = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
     """Import checkpoints into the store; a benchmark already stored is replaced."""
 
     def act(s: Store) -> int:
-        report = s.import_paths(paths)
+        report = s.import_paths(paths, validate=validate)
         for r in report.imported:
             out.print(
                 f"[green]{r.status}[/green] {escape(r.name)} {escape(r.version or '')} "

@@ -292,10 +292,14 @@ class Store:
         return True
 
     # -- import ----------------------------------------------------------------------------
-    def import_checkpoint(self, source: str | Path | dict[str, Any], *, name: str | None = None) -> ImportResult:
+    def import_checkpoint(
+        self, source: str | Path | dict[str, Any], *, name: str | None = None, validate: bool = False
+    ) -> ImportResult:
         """Import one checkpoint (a file or a parsed document); atomic: on error nothing changes.
 
         Importing a benchmark already stored (same id) replaces it; the same content is a no-op.
+        With ``validate`` the loaded graph is checked against the shapes and checks before it is
+        published: a Violation refuses the benchmark (``CheckpointError``), Warnings are returned.
         """
         file_hash = None
         if isinstance(source, dict):
@@ -318,12 +322,15 @@ class Store:
         with tempfile.TemporaryDirectory(prefix=".import-", dir=self.path) as tmpdir:
             chunks = _Chunks(Path(tmpdir), _CHUNK, loader.submit)
             try:
+                pointers: dict[str, str] | None = {} if validate else None
                 try:
-                    mapped = map_checkpoint(doc, base_iri=self.base_iri, source=label, stream=chunks)
+                    mapped = map_checkpoint(doc, base_iri=self.base_iri, source=label, stream=chunks, pointers=pointers)
                 finally:
                     chunks.close()
                     del doc  # the parsed JSON is the largest object of a big import
                 self._load(mapped, chunks, loader, graph)
+                if pointers is not None:
+                    self._validate_loaded(mapped, graph, pointers)
                 return self._publish(mapped, graph, old_graph, file_hash)
             except BaseException:
                 loader.finish(raise_errors=False)
@@ -343,6 +350,18 @@ class Store:
                 loader.finish()
         except (OSError, SyntaxError, ValueError) as exc:
             raise StoreError(f"loading {mapped.source or mapped.iri} failed, store unchanged: {exc}") from None
+
+    def _validate_loaded(self, mapped: MappedBenchmark, graph: ox.NamedNode, pointers: dict[str, str]) -> None:
+        from ._validate import findings_in_graph  # the validator builds on the store
+
+        findings = findings_in_graph(self, graph, mapped.iri, mapped.name, pointers)
+        violations = [f for f in findings if f.severity == "Violation"]
+        if violations:
+            raise CheckpointError([Problem(f.message, mapped.source, f.pointer, f.question_id) for f in violations])
+        # The shapes re-find what the mapper warned about, so their wording replaces the mapper's.
+        mapped.warnings = [
+            Problem(f.message, mapped.source, f.pointer, f.question_id) for f in findings if f.severity == "Warning"
+        ]
 
     def _publish(
         self, mapped: MappedBenchmark, graph: ox.NamedNode, old_graph: ox.NamedNode | None, file_hash: str | None
@@ -404,7 +423,7 @@ class Store:
             f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {' . '.join(facts)} }} }}"
         )
 
-    def import_paths(self, paths: Iterable[str | Path]) -> ImportReport:
+    def import_paths(self, paths: Iterable[str | Path], *, validate: bool = False) -> ImportReport:
         """Import every checkpoint found; a bad file is reported and the others still imported."""
         report = ImportReport()
         files = list(checkpoint_files(paths))
@@ -413,7 +432,7 @@ class Store:
                 report.errors.append(str(Problem("no such file or folder", str(f))))
                 continue
             try:
-                report.imported.append(self.import_checkpoint(f))
+                report.imported.append(self.import_checkpoint(f, validate=validate))
             except CheckpointError as exc:
                 report.errors.extend(str(p) for p in exc.problems)
             except KareninaRDFError as exc:

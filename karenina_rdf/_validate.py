@@ -150,6 +150,13 @@ def validate_store(store: Store, ref: str | None = None, *, engine: Engine = "au
     return reports
 
 
+def findings_in_graph(
+    store: Store, graph: ox.NamedNode, bench: str, name: str, pointers: dict[str, str] | None = None
+) -> list[Finding]:
+    """Every finding for one benchmark graph (published or not) with the default engine."""
+    return _findings(store, graph, bench, name, "auto", pointers)
+
+
 def _findings(
     store: Store, graph: ox.NamedNode, bench: str, name: str, engine: Engine, pointers: dict[str, str] | None
 ) -> list[Finding]:

@@ -12,7 +12,7 @@ import pyoxigraph as ox
 import pytest
 from typer.testing import CliRunner
 
-from karenina_rdf import Store
+from karenina_rdf import CheckpointError, Store
 from karenina_rdf._cli import app
 from karenina_rdf._validate import LOAD_RULES, validate, validate_store
 
@@ -130,3 +130,40 @@ def test_cli_usage_errors(tmp_path: Path, args: list[str]) -> None:
     args = [str(tmp_path / "empty") if a == "EMPTY" else a for a in args] + ["--store", str(tmp_path / "s")]
     result = runner.invoke(app, args)
     assert result.exit_code == 2 and "error:" in result.stderr and "Traceback" not in result.output
+
+
+def _bad_template(doc: dict[str, Any]) -> None:
+    doc["dataFeedElement"][0]["item"]["hasPart"]["text"] = "x = 1\n"
+
+
+def test_import_with_validation_refuses_violations_and_keeps_store(store: Store) -> None:
+    store.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
+    before = set(store.oxigraph.quads_for_pattern(None, None, None, None))
+    doc = copy.deepcopy(DOC)
+    _bad_template(doc)
+    with pytest.raises(CheckpointError) as info:
+        store.import_checkpoint(doc, validate=True)
+    (problem,) = info.value.problems
+    assert problem.pointer == "/dataFeedElement/0/item/hasPart"
+    assert problem.question_id == doc["dataFeedElement"][0]["@id"]
+    assert "Answer" in problem.message
+    assert set(store.oxigraph.quads_for_pattern(None, None, None, None)) == before
+    # Karenina itself loads such a file (templates are only run at verification): so do we, unvalidated.
+    assert store.import_checkpoint(doc).status == "imported"
+
+
+def test_import_with_validation_returns_warnings(store: Store) -> None:
+    doc = copy.deepcopy(DOC)
+    _regex_without_pattern(doc)
+    result = store.import_checkpoint(doc, validate=True)
+    assert result.status == "imported"
+    assert len(result.warnings) == 1 and "/dataFeedElement/1/item/rating/0" in result.warnings[0]
+
+
+def test_cli_import_validate(tmp_path: Path) -> None:
+    doc = copy.deepcopy(DOC)
+    _bad_template(doc)
+    bad = tmp_path / "bad.jsonld"
+    bad.write_text(json.dumps(doc), encoding="utf-8")
+    result = runner.invoke(app, ["import", str(bad), "--validate", "--store", str(tmp_path / "s")])
+    assert result.exit_code == 1 and "bad.jsonld at /dataFeedElement/0/item/hasPart" in result.stderr
