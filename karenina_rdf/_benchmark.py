@@ -27,16 +27,16 @@ from ._export import CANONICAL_CONTEXT, benchmark_json, item_json
 from ._graph import (
     DATA_FEED_ELEMENT,
     Index,
+    count_items,
     diff_update,
     index_triples,
-    named,
     node_index,
     ordered_items,
     parse_triples,
     solutions,
     term_value,
 )
-from ._ids import generate_question_id, item_iri, question_iri
+from ._ids import generate_question_id, item_iri, owning_question, question_iri
 from ._question import Question, question_from_item
 from ._rubric import RubricTrait, coerce_trait
 from ._store import Store
@@ -314,15 +314,9 @@ class Benchmark:
 
     # -- questions -------------------------------------------------------------------------
     def get_question_ids(self) -> list[str]:
-        graph = self._graph
-        out = []
-        for i in ordered_items(self.store.oxigraph, graph, self.iri):
-            for q in self.store.oxigraph.quads_for_pattern(ox.NamedNode(i), ox.NamedNode(SCHEMA + "item"), None, graph):
-                for ident in self.store.oxigraph.quads_for_pattern(
-                    named(q.object), ox.NamedNode(SCHEMA + "identifier"), None, graph
-                ):
-                    out.append(term_value(ident.object))
-        return out
+        # The id is in the item's minted IRI: no lookups per item.
+        items = ordered_items(self.store.oxigraph, self._graph, self.iri)
+        return [owned[0] for i in items if (owned := owning_question(self.iri, i))]
 
     def get_question(self, question_id: str) -> Question:
         item = self._item_json(question_id)
@@ -337,10 +331,10 @@ class Benchmark:
         return iter(self.get_all_questions())
 
     def __len__(self) -> int:
-        return self.store.summary(self.iri).questions
+        return count_items(self.store.oxigraph, self._graph, self.iri)
 
     def __contains__(self, question_id: object) -> bool:
-        return isinstance(question_id, str) and self._item_index(question_id) is not None
+        return question_id in _StoredIds(self)
 
     @property
     def question_count(self) -> int:

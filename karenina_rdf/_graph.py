@@ -87,6 +87,11 @@ def diff_update(graph: ox.NamedNode, old: set[QuadTerms], new: set[QuadTerms]) -
     return " ;\n".join(parts)
 
 
+def count_items(store: ox.Store, graph: ox.NamedNode, bench: str) -> int:
+    """How many questions (DataFeedItems) the benchmark has."""
+    return sum(1 for _ in store.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(DATA_FEED_ELEMENT), None, graph))
+
+
 def ordered_items(store: ox.Store, graph: ox.NamedNode, bench: str) -> list[str]:
     """The benchmark's DataFeedItem IRIs in checkpoint order."""
     rows = solutions(

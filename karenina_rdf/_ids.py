@@ -86,6 +86,17 @@ def child_iri(owner_iri: str, collection: str, name: str, taken: set[str]) -> st
     return f"{owner_iri}/{collection}/{candidate}"
 
 
+def owning_question(bench_iri: str, node_iri: str) -> tuple[str, str] | None:
+    """(question id, question IRI) of an item, question or any node under one, read from the
+    minted IRI itself (item and question share the id's segment)."""
+    for collection in ("/questions/", "/items/"):
+        prefix = bench_iri + collection
+        if node_iri.startswith(prefix):
+            seg = node_iri[len(prefix) :].split("/", 1)[0]
+            return unsegment(seg), f"{bench_iri}/questions/{seg}"
+    return None
+
+
 def graph_iri(bench_iri: str, content_hash: str) -> str:
     """The named graph holding one generation of a benchmark (see docs/data-model.md)."""
     return f"{bench_iri}/graph/{content_hash}"

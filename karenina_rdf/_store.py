@@ -34,7 +34,7 @@ from ._errors import (
     StoreError,
 )
 from ._export import benchmark_json, item_json, write_json
-from ._graph import DATA_FEED_ELEMENT, named, node_index, ordered_items, solutions, term_value
+from ._graph import count_items, named, node_index, ordered_items, solutions, term_value
 from ._ids import graph_iri
 from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, PREFIXES, SCHEMA
 
@@ -219,8 +219,11 @@ class Store:
 
     def mark_edited(self, bench: str) -> None:
         """Forget the content hash of a benchmark changed in place (re-import then replaces it)."""
-        for pred in (_HASH, _FILE_HASH):
-            self._ox.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> <{pred}> ?h }} }}")
+        self._ox.update(
+            " ;\n".join(
+                f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> <{p}> ?h }} }}" for p in (_HASH, _FILE_HASH)
+            )
+        )
 
     # -- lookups ---------------------------------------------------------------------------
     def benchmarks(self) -> list[BenchmarkSummary]:
@@ -241,7 +244,7 @@ class Store:
             f"SELECT (COUNT(*) AS ?n) WHERE {{ ?o <{SCHEMA}contentRating> ?r }}", default_graph=graph
         )
         n_traits = int(term_value(next(solutions(traits))["n"]))
-        n_questions = sum(1 for _ in self._ox.quads_for_pattern(b, ox.NamedNode(DATA_FEED_ELEMENT), None, graph))
+        n_questions = count_items(self._ox, graph, bench)
         return BenchmarkSummary(
             benchmark_id=one(SCHEMA + "identifier") or bench,
             iri=bench,
@@ -438,10 +441,6 @@ class Store:
             except KareninaRDFError as exc:
                 report.errors.append(f"{f}: {exc}")
         return report
-
-    def create_empty(self, doc: dict[str, Any]) -> str:
-        """Store a new benchmark from a header-only document; returns its IRI."""
-        return self.import_checkpoint(doc).iri
 
     # -- export / delete -------------------------------------------------------------------
     def export_checkpoint(self, ref: str) -> dict[str, Any]:

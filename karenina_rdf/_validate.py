@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ._checkpoint import map_checkpoint, read_file
 from ._errors import CheckpointError, Problem
-from ._ids import unsegment
+from ._ids import owning_question
 from ._shapes import SH, Severity, ValidationResult, store_graph_to_rdflib, validate_graph_pyshacl
 from ._store import Store
 from ._vocab import SCHEMA
@@ -214,12 +214,7 @@ def _question_texts(store: Store, graph: ox.NamedNode) -> dict[str, str]:
 
 def _question_of(bench: str, focus: str) -> tuple[str | None, str | None]:
     """The question a focus node belongs to, from the minted IRI (docs/data-model.md)."""
-    for collection in ("/questions/", "/items/"):
-        prefix = bench + collection
-        if focus.startswith(prefix):
-            seg = focus[len(prefix) :].split("/", 1)[0]
-            return unsegment(seg), bench + "/questions/" + seg
-    return None, None
+    return owning_question(bench, focus) or (None, None)
 
 
 def _load_finding(p: Problem) -> Finding:
