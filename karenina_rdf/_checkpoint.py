@@ -148,8 +148,11 @@ class _Mapper:
         sink: TripleSink,
         keep_id: str | None = None,
         pointers: dict[str, str] | None = None,
+        templates: list[tuple[str, str]] | None = None,
     ) -> None:
         self.keep_id = keep_id
+        # (template IRI, code) of every template, for the template checks of a validating import.
+        self.templates = templates
         # Node IRI → JSON pointer of the object it came from, for validation reports on files.
         self.pointers = pointers
         self.base_iri = base_iri
@@ -423,6 +426,8 @@ class _Mapper:
         self.add(T, _s("programmingLanguage"), t.string("Python"))
         self.literal(T, _s("codeRepository"), code, "codeRepository", ptr)
         if source is not None:
+            if self.templates is not None:
+                self.templates.append((f"{q}/template", source))
             self.add(T, _k("templateId"), t.string(template_id(source)))
             if is_default_template(source, question):
                 self.add(T, _k("isDefaultTemplate"), t.boolean(True))
@@ -536,14 +541,16 @@ def map_checkpoint(
     stream: Writer | None = None,
     keep_id: str | None = None,
     pointers: dict[str, str] | None = None,
+    templates: list[tuple[str, str]] | None = None,
 ) -> MappedBenchmark:
     """Check a parsed checkpoint against Karenina's load rules and map it to triples.
 
     With ``stream`` the triples are written there as N-Triples instead of kept in memory.
     ``keep_id`` is the identity to use when the document has no ``@id`` (an edited benchmark).
-    ``pointers``, when given, is filled with node IRI → JSON pointer of the object it came from.
+    ``pointers``, when given, is filled with node IRI → JSON pointer of the object it came from;
+    ``templates`` with (template IRI, code) pairs.
     """
-    mapper = _Mapper(base_iri, source, TripleSink(stream), keep_id, pointers)
+    mapper = _Mapper(base_iri, source, TripleSink(stream), keep_id, pointers, templates)
     try:
         return mapper.benchmark(doc)
     except UnicodeEncodeError as exc:

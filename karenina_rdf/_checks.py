@@ -18,13 +18,17 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Callable, Iterator
+import sys
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
+from pathlib import Path
 
 import pyoxigraph as ox
+from pydantic import BaseModel, ConfigDict
 
-from ._ids import md5_hex, template_id
+from ._graph import term_value
+from ._ids import md5_hex, owning_question, template_id
 from ._shapes import Severity, ValidationResult
 from ._vocab import KARENINA, SCHEMA, sparql_prefixes
 
@@ -39,6 +43,8 @@ METRICS_BY_MODE: dict[str, frozenset[str]] = {
     "full_matrix": frozenset({"precision", "recall", "f1", "specificity", "accuracy"}),
 }
 MIN_CLASSES, MAX_CLASSES = 2, 20
+# Bump when the template checks change what they report: cached outcomes are then ignored.
+TEMPLATE_CHECKS_VERSION = 1
 
 
 @dataclass(frozen=True)
@@ -345,69 +351,162 @@ def _template_problems(code: str) -> tuple[tuple[Check, str], ...]:
     return ()
 
 
-def _templates(store: ox.Store, graph: ox.NamedNode) -> Iterator[_Finding]:
+class TemplateCache:
+    """Outcomes of the template checks keyed by the MD5 of the template text (content-addressed,
+    so never stale), in memory and, for an on-disk store, in a file beside it.
+
+    Parsing every template is most of the checks' cost (about 0.1 ms each); a template already
+    checked (at import, or by an earlier validation) is not parsed again. The key includes the
+    Python version, whose grammar decides what parses, and :data:`TEMPLATE_CHECKS_VERSION`.
+    """
+
+    def __init__(self, folder: Path | None = None) -> None:
+        name = f"template-checks-v{TEMPLATE_CHECKS_VERSION}-py{sys.version_info[0]}.{sys.version_info[1]}.jsonl"
+        self.file = folder / name if folder is not None else None
+        self._entries: dict[str, tuple[tuple[str, str], ...]] | None = None
+        self._new: dict[str, tuple[tuple[str, str], ...]] = {}
+
+    def _load(self) -> dict[str, tuple[tuple[str, str], ...]]:
+        if self._entries is None:
+            self._entries = {}
+            if self.file is not None and self.file.exists():
+                for line in self.file.read_text(encoding="utf-8").splitlines():
+                    try:
+                        key, problems = json.loads(line)
+                    except ValueError:
+                        continue  # a line cut short by a crash: that template is checked again
+                    self._entries[key] = tuple((str(c), str(m)) for c, m in problems)
+        return self._entries
+
+    def get(self, key: str) -> tuple[tuple[str, str], ...] | None:
+        return self._load().get(key)
+
+    def findings(self, node: str, text: str, key: str | None = None) -> Iterator[_Finding]:
+        """The template findings for ``text`` (checked now, or read from the cache)."""
+        key = key or md5_hex(text)
+        problems = self.get(key)
+        if problems is None:
+            problems = tuple((f.check.name, f.message) for f in _code_findings(node, text))
+            self._load()[key] = self._new[key] = problems
+        by_name = {c.name: c for c in CHECKS}
+        for name, message in problems:
+            yield _Finding(node, message, None, by_name[name])
+
+    def save(self) -> None:
+        if self.file is None or not self._new:
+            return
+        self.file.parent.mkdir(parents=True, exist_ok=True)
+        with self.file.open("a", encoding="utf-8") as out:
+            out.writelines(json.dumps([k, v], ensure_ascii=False) + "\n" for k, v in self._new.items())
+        self._new.clear()
+
+
+def _templates(store: ox.Store, graph: ox.NamedNode, cache: TemplateCache) -> Iterator[_Finding]:
+    # MD5 is computed in SPARQL: only the hashes come back to Python, and the text only of a
+    # template whose id needs the full normalisation or whose checks are not cached.
     q = (
-        "SELECT ?c ?text ?tid WHERE { ?c a schema:SoftwareSourceCode ; schema:text ?text "
-        "OPTIONAL { ?c karenina:templateId ?tid } }"
+        "SELECT ?c ?h ?tid WHERE { ?c a schema:SoftwareSourceCode ; schema:text ?text "
+        "OPTIONAL { ?c karenina:templateId ?tid } BIND(MD5(?text) AS ?h) }"
     )
-    for row in _select(store, graph, q):
-        c, text, tid = row["c"] or "", row["text"] or "", row["tid"]
-        if tid is not None and tid != template_id(text):
-            yield _Finding(
-                c,
-                f"karenina:templateId {tid!r} is not the template id of this template's text "
-                f"({template_id(text)!r}); results refer to templates by it (SoftwareSourceCode.text changed?)",
-                tid,
-                TEMPLATE_ID,
-            )
-        if not text.strip():
-            continue  # an empty template: the shape ks:TemplateShape-textEmpty warns
-        for check, message in template_problems(text):
-            yield _Finding(c, message, None, check)
+    text_of = ox.NamedNode(SCHEMA + "text")
+    for row in list(_select(store, graph, q)):
+        c, h, tid = row["c"] or "", row["h"] or "", row["tid"]
+        if (tid is None or tid == h) and cache.get(h) is not None:
+            yield from cache.findings(c, "", h)
+            continue
+        for quad in store.quads_for_pattern(ox.NamedNode(c), text_of, None, graph):
+            text = term_value(quad.object)
+            if tid is not None and tid != template_id(text):
+                yield _Finding(
+                    c,
+                    f"karenina:templateId {tid!r} is not the template id of this template's text "
+                    f"({template_id(text)!r}); results refer to templates by it (SoftwareSourceCode.text changed?)",
+                    tid,
+                    TEMPLATE_ID,
+                )
+            yield from cache.findings(c, text, h)
+    cache.save()
+
+
+def _code_findings(node: str, text: str) -> Iterator[_Finding]:
+    if not text.strip():
+        return  # an empty template: the shape ks:TemplateShape-textEmpty warns
+    for check, message in template_problems(text):
+        yield _Finding(node, message, None, check)
+
+
+def template_results(templates: list[tuple[str, str]], cache: TemplateCache | None = None) -> list[ValidationResult]:
+    """The template checks on (template IRI, code) pairs the importer collected while mapping.
+
+    A validating import runs these on the code it already holds, while the last chunks are
+    still being loaded, instead of reading every template back from the store; the id checks
+    (templateId, textMd5) are left out there because the importer computes both from that text.
+    """
+    cache = cache or TemplateCache()
+    results = _results(f for node, text in templates for f in cache.findings(node, text))
+    cache.save()
+    return results
 
 
 def _text_md5(store: ox.Store, graph: ox.NamedNode) -> Iterator[_Finding]:
-    q = "SELECT ?q ?text ?md5 WHERE { ?q a schema:Question ; schema:text ?text ; karenina:textMd5 ?md5 }"
+    # MD5 in SPARQL: no question text is read into Python unless its hash is wrong.
+    q = (
+        "SELECT ?q ?md5 ?expected WHERE { ?q a schema:Question ; schema:text ?text ; karenina:textMd5 ?md5 "
+        "BIND(MD5(?text) AS ?expected) FILTER(?md5 != ?expected) }"
+    )
     for row in _select(store, graph, q):
-        node, text, md5 = row["q"] or "", row["text"] or "", row["md5"] or ""
-        expected = md5_hex(text)
-        if md5 != expected:
-            yield _Finding(
-                node,
-                f"karenina:textMd5 {md5!r} is not the MD5 of the question text ({expected!r}); "
-                "the question text was changed without it (Question.text)",
-                md5,
-                TEXT_MD5,
-            )
+        node, md5, expected = row["q"] or "", row["md5"] or "", row["expected"] or ""
+        yield _Finding(
+            node,
+            f"karenina:textMd5 {md5!r} is not the MD5 of the question text ({expected!r}); "
+            "the question text was changed without it (Question.text)",
+            md5,
+            TEXT_MD5,
+        )
 
 
-_RUNNERS: tuple[Callable[[ox.Store, ox.NamedNode], Iterator[_Finding]], ...] = (
+_TRAIT_RUNNERS: tuple[Callable[[ox.Store, ox.NamedNode], Iterator[_Finding]], ...] = (
     _regex,
     _callable,
     _classes,
     _metrics,
-    _templates,
-    _text_md5,
 )
 
 
-def run_checks(store: ox.Store, graphs: list[ox.NamedNode]) -> list[ValidationResult]:
-    """Run every Python check on each named graph of ``store``; results sorted like pyshacl's."""
-    out: list[ValidationResult] = []
-    for graph in graphs:
-        for runner in _RUNNERS:
-            for f in runner(store, graph):
-                out.append(
-                    ValidationResult(
-                        focus_node=f.focus,
-                        path=f.check.path,
-                        message=f.message,
-                        severity=f.check.severity,
-                        source_shape=f.check.iri,
-                        source_constraint_component=f.check.iri,
-                        value=f.value,
-                    )
-                )
+def run_checks(
+    store: ox.Store,
+    graphs: list[ox.NamedNode],
+    *,
+    traits_only: bool = False,
+    cache: TemplateCache | None = None,
+) -> list[ValidationResult]:
+    """Run every Python check (``traits_only``: only those on rubric traits) on each named graph
+    of ``store``; results sorted like pyshacl's. ``cache``: template check outcomes to reuse."""
+    cache = cache or TemplateCache()
+
+    def findings(graph: ox.NamedNode) -> Iterator[_Finding]:
+        for runner in _TRAIT_RUNNERS:
+            yield from runner(store, graph)
+        if not traits_only:
+            yield from _templates(store, graph, cache)
+            yield from _text_md5(store, graph)
+
+    return _results(f for graph in graphs for f in findings(graph))
+
+
+def _results(findings: Iterable[_Finding]) -> list[ValidationResult]:
+    out = [
+        ValidationResult(
+            focus_node=f.focus,
+            path=f.check.path,
+            message=f.message,
+            severity=f.check.severity,
+            source_shape=f.check.iri,
+            source_constraint_component=f.check.iri,
+            value=f.value,
+        )
+        for f in findings
+    ]
     out.sort(key=lambda r: (r.focus_node, r.path or "", r.message, r.value or ""))
     return out
 
@@ -446,3 +545,45 @@ def evaluation_modes(store: ox.Store, graph: ox.NamedNode) -> dict[str, list[str
         }
         modes[row["q"] or ""] = [m for m in EVALUATION_MODES if ready[m]]
     return dict(sorted(modes.items()))
+
+
+class Readiness(BaseModel):
+    """Which evaluation modes a benchmark's questions are ready for (see :func:`evaluation_modes`)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    questions: int
+    ready: dict[str, int]  # mode -> how many questions can run it
+    without_template: tuple[str, ...]  # ids of questions with no real template (rubric_only at most)
+    not_ready: tuple[str, ...]  # ids of questions ready for no mode (no template, no rubric)
+
+    def line(self) -> str:
+        counts = ", ".join(f"{m} {self.ready.get(m, 0):,}" for m in EVALUATION_MODES)
+        out = f"ready for: {counts} (of {self.questions:,} questions)"
+        if self.without_template:
+            out += f"; {len(self.without_template):,} without a template ({_ids(self.without_template)})"
+        if self.not_ready:
+            out += f"; {len(self.not_ready):,} ready for no mode ({_ids(self.not_ready)})"
+        return out
+
+
+def _ids(ids: tuple[str, ...], shown: int = 3) -> str:
+    more = f", … {len(ids) - shown:,} more" if len(ids) > shown else ""
+    return ", ".join(repr(i) for i in ids[:shown]) + more
+
+
+def readiness(store: ox.Store, graph: ox.NamedNode, bench: str) -> Readiness:
+    """:func:`evaluation_modes` of one benchmark graph, counted, with question ids."""
+    modes = evaluation_modes(store, graph)
+    ready = {m: sum(m in ms for ms in modes.values()) for m in EVALUATION_MODES}
+
+    def qid(iri: str) -> str:
+        owner = owning_question(bench, iri)
+        return owner[0] if owner else iri
+
+    return Readiness(
+        questions=len(modes),
+        ready=ready,
+        without_template=tuple(qid(q) for q, ms in modes.items() if "template_only" not in ms),
+        not_ready=tuple(qid(q) for q, ms in modes.items() if not ms),
+    )

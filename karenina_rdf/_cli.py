@@ -93,8 +93,13 @@ def _run(store: str | None, base_iri: str | None, action: Callable[[Store], T]) 
 def import_(
     paths: Annotated[list[Path], typer.Argument(help="Checkpoint files or folders of them.")],
     validate: Annotated[
-        bool, typer.Option("--validate", help="Check against the shapes first; a violation refuses the file.")
-    ] = False,
+        bool,
+        typer.Option(
+            "--validate/--no-validate",
+            help="Check each benchmark against the shapes before storing it (the default): a violation "
+            "refuses it, warnings are printed. --no-validate skips the check.",
+        ),
+    ] = True,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
@@ -107,6 +112,8 @@ def import_(
                 f"[green]{r.status}[/green] {escape(r.name)} {escape(r.version or '')} "
                 f"({r.questions} questions, {r.triples} triples) from {escape(r.source or '?')}"
             )
+            if r.readiness is not None:
+                out.print(f"  {escape(r.readiness.line())}")
             for w in r.warnings:
                 err.print(f"[yellow]warning:[/yellow] {escape(w)}")
         for line in report.errors:

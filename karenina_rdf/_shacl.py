@@ -36,12 +36,12 @@ from typing import TYPE_CHECKING, cast
 
 import pyoxigraph as ox
 
-from ._shapes import SH, Severity, ValidationReport, ValidationResult, _severity, shapes_graph
+from ._shapes import SH, Severity, ValidationReport, ValidationResult, _severity, shape_files
 
 if TYPE_CHECKING:
     import rdflib
-    from rdflib.term import Node
 
+Node = ox.NamedNode | ox.BlankNode | ox.Literal | ox.Triple
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 RDFS_SUBCLASS = "http://www.w3.org/2000/01/rdf-schema#subClassOf"
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -177,43 +177,99 @@ class Shape:
     def count(self, param: str) -> int | None:
         for c in self.constraints:
             if c.param == param:
-                return int(str(c.values[0]))
+                return int(_text(c.values[0]))
         return None
 
 
-def parse_shapes(graph: rdflib.Graph) -> list[Shape]:
-    """The shapes of ``graph`` with targets (the roots of validation), nested shapes resolved."""
-    from rdflib import RDF, RDFS, URIRef
-    from rdflib.collection import Collection
+RDF_FIRST = "http://www.w3.org/1999/02/22-rdf-syntax-ns#first"
+RDF_REST = "http://www.w3.org/1999/02/22-rdf-syntax-ns#rest"
+RDFS_CLASS = "http://www.w3.org/2000/01/rdf-schema#Class"
 
-    def sh(local: str) -> URIRef:
-        return URIRef(SH + local)
 
+class _Graph:
+    """The few reads :func:`parse_shapes` makes, on a pyoxigraph store's default graph: the shapes
+    are read with pyoxigraph (milliseconds) rather than rdflib (a fifth of a second to import and
+    as much to parse), which matters when one small checkpoint is validated."""
+
+    def __init__(self, store: ox.Store) -> None:
+        self.store = store
+
+    def objects(self, node: Node, pred: str) -> list[Node]:
+        quads = self.store.quads_for_pattern(node, ox.NamedNode(pred), None, ox.DefaultGraph())  # type: ignore[arg-type]
+        return [q.object for q in quads]
+
+    def value(self, node: Node, pred: str) -> Node | None:
+        found = self.objects(node, pred)
+        return found[0] if found else None
+
+    def subjects(self, pred: str, obj: str | None = None) -> list[Node]:
+        o = ox.NamedNode(obj) if obj is not None else None
+        return [q.subject for q in self.store.quads_for_pattern(None, ox.NamedNode(pred), o, ox.DefaultGraph())]
+
+    def predicate_objects(self, node: Node) -> list[tuple[str, Node]]:
+        quads = self.store.quads_for_pattern(node, None, None, ox.DefaultGraph())  # type: ignore[arg-type]
+        return [(q.predicate.value, q.object) for q in quads]
+
+    def has_type(self, node: Node, cls: str) -> bool:
+        return any(_text(o) == cls for o in self.objects(node, RDF_TYPE))
+
+    def collection(self, node: Node) -> list[Node]:
+        items: list[Node] = []
+        while isinstance(node, ox.BlankNode):
+            first = self.value(node, RDF_FIRST)
+            if first is not None:
+                items.append(first)
+            node = self.value(node, RDF_REST)  # type: ignore[assignment]
+        return items
+
+
+def shapes_store(graph: rdflib.Graph) -> ox.Store:
+    """An rdflib shapes graph copied into a pyoxigraph store (through N-Triples)."""
+    store = ox.Store()
+    store.load(graph.serialize(format="nt").encode("utf-8"), format=ox.RdfFormat.N_TRIPLES)
+    return store
+
+
+def parse_shapes(shapes: rdflib.Graph | ox.Store) -> list[Shape]:
+    """The shapes with targets (the roots of validation), nested shapes resolved, from an rdflib
+    graph or the default graph of a pyoxigraph store."""
+    graph = _Graph(shapes if isinstance(shapes, ox.Store) else shapes_store(shapes))
     cache: dict[Node, Shape] = {}
 
     def read_path(node: Node) -> PathIR:
-        if isinstance(node, URIRef):
-            return ("iri", str(node))
-        if (inv := graph.value(node, sh("inversePath"))) is not None:
+        if isinstance(node, ox.NamedNode):
+            return ("iri", node.value)
+        if (inv := graph.value(node, SH + "inversePath")) is not None:
             return ("inv", read_path(inv))
-        if (alt := graph.value(node, sh("alternativePath"))) is not None:
-            return ("alt", [read_path(p) for p in Collection(graph, alt)])
+        if (alt := graph.value(node, SH + "alternativePath")) is not None:
+            return ("alt", [read_path(p) for p in graph.collection(alt)])
         for pred, op in (("zeroOrMorePath", "*"), ("oneOrMorePath", "+"), ("zeroOrOnePath", "?")):
-            if (inner := graph.value(node, sh(pred))) is not None:
+            if (inner := graph.value(node, SH + pred)) is not None:
                 return (op, read_path(inner))
-        if graph.value(node, RDF.first) is not None:
-            return ("seq", [read_path(p) for p in Collection(graph, node)])
+        if graph.value(node, RDF_FIRST) is not None:
+            return ("seq", [read_path(p) for p in graph.collection(node)])
         raise UnsupportedShape(f"unsupported property path {node!r}")
+
+    def path_text(path: PathIR, top: bool = True) -> str:
+        # As pyshacl's results are rendered (_shapes._path_text): a bare IRI at the top only.
+        op, arg = path
+        if op == "iri":
+            return str(arg) if top else f"<{arg}>"
+        if op == "inv":
+            return "^" + path_text(cast(PathIR, arg), False)
+        parts = [path_text(p, False) for p in cast(list[PathIR], arg)] if op in ("alt", "seq") else []
+        if op == "alt":
+            return "(" + "|".join(parts) + ")"
+        if op == "seq":
+            return "/".join(parts)
+        return path_text(cast(PathIR, arg), False) + str(op)
 
     def read(node: Node) -> Shape:
         if node in cache:
             return cache[node]
-        from ._shapes import _path_text
-
         shape = Shape(node=node)
         cache[node] = shape
-        for pred, obj in graph.predicate_objects(node):
-            p = str(pred)
+        for p, obj in graph.predicate_objects(node):
             if not p.startswith(SH):
                 continue
             local = p.removeprefix(SH)
@@ -221,26 +277,26 @@ def parse_shapes(graph: rdflib.Graph) -> list[Shape]:
                 raise UnsupportedShape(f"sh:{local} is not implemented (shape {node})")
             if local == "path":
                 shape.path = read_path(obj)
-                shape.path_text = str(obj) if isinstance(obj, URIRef) else _path_text(graph, obj)
+                shape.path_text = path_text(shape.path)
             elif local.startswith("target"):
                 shape.targets.append((local, obj))
             elif local == "severity":
-                shape.severity = _severity(obj if isinstance(obj, URIRef) else None)
+                shape.severity = _severity(_text(obj) if isinstance(obj, ox.NamedNode) else None)
             elif local == "deactivated":
-                shape.deactivated = str(obj).lower() == "true"
+                shape.deactivated = _text(obj).lower() == "true"
             elif local == "flags":
-                shape.flags = str(obj)
+                shape.flags = _text(obj)
             elif local == "property":
                 shape.properties.append(read(obj))
             elif local in ("in", "or", "and", "xone"):
-                items = list(Collection(graph, obj))
+                items = graph.collection(obj)
                 nested = [read(i) for i in items] if local != "in" else []
                 shape.constraints.append(Constraint(local, items, nested))
             elif local in ("not", "node"):
                 shape.constraints.append(Constraint(local, [obj], [read(obj)]))
             elif local in _COMPONENT:
                 shape.constraints.append(Constraint(local, [obj]))
-        messages = sorted(str(m) for m in graph.objects(node, sh("message")))
+        messages = sorted(_text(m) for m in graph.objects(node, SH + "message"))
         shape.message = messages[0] if messages else ""
         return shape
 
@@ -248,18 +304,18 @@ def parse_shapes(graph: rdflib.Graph) -> list[Shape]:
     seen: set[Node] = set()
     candidates: list[Node] = []
     for pred in ("targetClass", "targetNode", "targetSubjectsOf", "targetObjectsOf"):
-        candidates.extend(graph.subjects(sh(pred), None))
+        candidates.extend(graph.subjects(SH + pred))
     # Implicit class targets: a shape that is also an rdfs:Class targets its instances.
     for kind in ("NodeShape", "PropertyShape"):
-        for s in graph.subjects(RDF.type, sh(kind)):
-            if (s, RDF.type, RDFS.Class) in graph:
+        for s in graph.subjects(RDF_TYPE, SH + kind):
+            if graph.has_type(s, RDFS_CLASS):
                 candidates.append(s)
-    for node in candidates:
+    for node in sorted(candidates, key=str):
         if node in seen:
             continue
         seen.add(node)
         shape = read(node)
-        if (node, RDF.type, RDFS.Class) in graph and ("targetClass", node) not in shape.targets:
+        if graph.has_type(node, RDFS_CLASS) and not any(k == "targetClass" and v == node for k, v in shape.targets):
             shape.targets.append(("targetClass", node))
         roots.append(shape)
     return roots
@@ -271,16 +327,9 @@ def parse_shapes(graph: rdflib.Graph) -> list[Shape]:
 
 
 def _term(node: Node) -> str:
-    from rdflib import BNode, Literal, URIRef
-
-    if isinstance(node, URIRef):
-        return f"<{node}>"
-    if isinstance(node, Literal):
-        text = str(node).replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\r", "\\r")
-        if node.language:
-            return f'"{text}"@{node.language}'
-        return f'"{text}"^^<{node.datatype or XSD + "string"}>'
-    if isinstance(node, BNode):
+    if isinstance(node, ox.NamedNode | ox.Literal):
+        return str(node)  # N-Triples syntax, which SPARQL reads
+    if isinstance(node, ox.BlankNode):
         raise UnsupportedShape("a blank node as a constraint value")
     raise UnsupportedShape(f"unexpected term {node!r}")
 
@@ -325,7 +374,7 @@ class _Compiler:
         if p == "class":
             return f"EXISTS {{ {x} {self.type_path()} {_term(cast('Node', v))} }}"
         if p == "datatype":
-            dt = str(v)
+            dt = _text(v)
             if dt == "http://www.w3.org/1999/02/22-rdf-syntax-ns#langString":
                 return f"(isLiteral({x}) && lang({x}) != '')"
             # datatype() fails on IRIs and blank nodes, and is rdf:langString with a language.
@@ -340,7 +389,7 @@ class _Compiler:
                 base += "" if hi is None else f" && {as_int} <= {hi}"
             return f"({base})"
         if p == "nodeKind":
-            kind = str(v).removeprefix(SH)
+            kind = _text(v).removeprefix(SH)
             tests = {
                 "IRI": f"isIRI({x})",
                 "BlankNode": f"isBlank({x})",
@@ -358,7 +407,7 @@ class _Compiler:
             return "(" + " || ".join(f"sameTerm({x}, {_term(t)})" for t in c.values) + ")"
         if p in ("minLength", "maxLength"):
             op = ">=" if p == "minLength" else "<="
-            return f"(STRLEN(STR({x})) {op} {int(str(v))})"  # STR fails on a blank node
+            return f"(STRLEN(STR({x})) {op} {int(_text(v))})"  # STR fails on a blank node
         if p == "pattern":
             pat = _term(cast("Node", v))
             flags = f", {_string_literal(shape.flags)}" if shape.flags else ""
@@ -468,6 +517,10 @@ class _Run:
         self._focus_sets: dict[str, set[object]] = {}
         # path -> ordered distinct check expressions on its values (?v), subject ?f
         self._checks: dict[str, list[str]] = {}
+        # path -> ordered distinct focus patterns (on ?f) of the shapes checking it, and the
+        # (check, focus) pairs that make a violation
+        self._check_focus: dict[str, list[str]] = {}
+        self._check_pairs: dict[str, list[tuple[int, int]]] = {}
         # query text -> rows; filled by :meth:`execute`
         self._queries: dict[str, list[ox.QuerySolution]] = {}
         # group query -> a cheaper query whose one row (?n, ?m) says whether it can have rows
@@ -493,7 +546,7 @@ class _Run:
                 path=shape.path_text,
                 message=shape.message or f"{_COMPONENT[param]} violated",
                 severity=shape.severity,
-                source_shape=str(shape.node),
+                source_shape=_text(shape.node),
                 source_constraint_component=SH + _COMPONENT[param],
                 value=None if value is None else _text(value),
             )
@@ -522,7 +575,9 @@ class _Run:
     def execute(self, workers: int) -> None:
         """Answer every wanted query (in threads: pyoxigraph releases the GIL), then handle."""
         for path, exprs in self._checks.items():
-            self.want(self._check_query(path, exprs))
+            # Most paths have no failing value: a count says so before the focus join is paid.
+            count = f"SELECT (COUNT(*) AS ?n) (0 AS ?m) WHERE {{ ?f {path} ?v . FILTER(!({' && '.join(exprs)})) }}"
+            self._gates[self._check_query(path)] = count
         gates = sorted(set(self._gates.values()))
         pending = [q for q, rows in self._queries.items() if not rows]
         self._run_all(pending + gates, workers)
@@ -532,6 +587,8 @@ class _Run:
         self._run_all(opened, workers)
         for handle in self._handlers:
             handle()
+        # The handlers close over this run: without them no cycle keeps the store open.
+        self._handlers.clear()
 
     def _run_all(self, queries: list[str], workers: int) -> None:
         if workers > 1 and len(queries) > 1:
@@ -543,16 +600,22 @@ class _Run:
             answers = [self.select(q) for q in queries]
         self._queries.update(zip(queries, answers, strict=True))
 
-    @staticmethod
-    def _check_query(path: str, exprs: list[str]) -> str:
-        # One filter over the path's values (one scan, one expression); the per-check flags are
-        # computed only on the rows it lets through, which are few.
+    def _check_query(self, path: str) -> str:
+        # One filter over the path's values (one scan, one expression); the rows it lets
+        # through, which are few, are joined with the focus nodes of the shapes checking the
+        # path (a UNION tagged by ?j: a hash join, where EXISTS would cost a lookup per row) and
+        # kept when they violate a check of that shape: shapes on one path (schema:name of
+        # traits and of templates) differ in both. The per-check flags are computed on those.
+        exprs = self._checks[path]
+        foci = self._check_focus[path]
         gate = " && ".join(exprs)
+        union = " UNION ".join(f"{{ {p} BIND({j} AS ?j) }}" for j, p in enumerate(foci))
         binds = " ".join(f"BIND({e} AS ?ok{i})" for i, e in enumerate(exprs))
+        keep = " || ".join(f"(?j = {j} && !?ok{i})" for i, j in self._check_pairs[path])
         oks = " ".join(f"?ok{i}" for i in range(len(exprs)))
         return (
-            f"SELECT ?f ?v {oks} WHERE {{ {{ SELECT DISTINCT ?f ?v WHERE {{ ?f {path} ?v . "
-            f"FILTER(!({gate})) }} }} {binds} }}"
+            f"SELECT ?f ?v ?j {oks} WHERE {{ {{ SELECT DISTINCT ?f ?v WHERE {{ ?f {path} ?v . "
+            f"FILTER(!({gate})) }} }} {{ {union} }} {binds} FILTER({keep}) }}"
         )
 
     def _value_check(self, shape: Shape, param: str, path: str, expr: str, focus: Callable[[str], str]) -> None:
@@ -560,15 +623,19 @@ class _Run:
         if expr not in exprs:
             exprs.append(expr)
         index = exprs.index(expr)
+        foci = self._check_focus.setdefault(path, [])
+        pattern = focus("?f")
+        if pattern not in foci:
+            foci.append(pattern)
+        member = foci.index(pattern)
+        pairs = self._check_pairs.setdefault(path, [])
+        if (index, member) not in pairs:
+            pairs.append((index, member))
 
         def handle() -> None:
-            rows = self.rows(self._check_query(path, self._checks[path]))
-            failing = [r for r in rows if r[f"ok{index}"] is None or _text(r[f"ok{index}"]) != "true"]
-            if failing:
-                members = self.focus_set(focus)
-                for r in failing:
-                    if r["f"] in members:
-                        self.add(shape, param, r["f"], r["v"])
+            for r in self.rows(self._check_query(path)):
+                if _text(r["j"]) == str(member) and _text(r[f"ok{index}"]) != "true":
+                    self.add(shape, param, r["f"], r["v"])
 
         self._handlers.append(handle)
 
@@ -600,9 +667,10 @@ class _Run:
             self._handlers.append(handle)
         for k in shape.constraints:
             if k.param == "class":
+                # MINUS (one hash anti-join) rather than FILTER NOT EXISTS (a lookup per value).
                 q = (
                     f"SELECT DISTINCT ?f ?v WHERE {{ {focus('?f')} ?f {path} ?v "
-                    f"FILTER NOT EXISTS {{ ?v {c.type_path()} {_term(k.values[0])} }} }}"
+                    f"MINUS {{ ?v {c.type_path()} {_term(k.values[0])} }} }}"
                 )
                 self._simple(shape, "class", q, "v")
         lo, hi = shape.count("minCount"), shape.count("maxCount")
@@ -754,16 +822,23 @@ def validate_store_graph(
 
 
 def _roots(shapes: rdflib.Graph | None) -> list[Shape]:
-    return parse_shapes(shapes if shapes is not None else _default_shapes())
-
-
-_DEFAULT: list[rdflib.Graph] = []
-
-
-def _default_shapes() -> rdflib.Graph:
+    if shapes is not None:
+        return parse_shapes(shapes)
     if not _DEFAULT:
-        _DEFAULT.append(shapes_graph())
+        _DEFAULT.append(parse_shapes(default_shapes_store()))
     return _DEFAULT[0]
+
+
+_DEFAULT: list[list[Shape]] = []
+
+
+def default_shapes_store() -> ox.Store:
+    """Every file of ``shapes/`` in the default graph of an in-memory pyoxigraph store (blank
+    nodes stay apart: each file is parsed on its own)."""
+    store = ox.Store()
+    for path in shape_files():
+        store.load(path=str(path), format=ox.RdfFormat.TURTLE, base_iri=f"urn:karenina-rdf:shapes:file:{path.name}")
+    return store
 
 
 def _focus_of(run: _Run, shape: Shape, var: str) -> str:
@@ -785,7 +860,7 @@ def _validate(
     for shape in roots:
         small = all(kind == "targetNode" for kind, _ in shape.targets)
         if not subclass and all(kind == "targetClass" for kind, _ in shape.targets):
-            n = sum(counts.get(str(node), 0) for _, node in shape.targets)
+            n = sum(counts.get(_text(node), 0) for _, node in shape.targets)
             if n == 0:
                 continue  # no focus node: nothing to check
             small = n <= SMALL_FOCUS

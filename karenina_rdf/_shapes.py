@@ -141,7 +141,7 @@ def _ns(base: str) -> rdflib.Namespace:
     return Namespace(base)
 
 
-def _severity(node: rdflib.URIRef | None) -> Severity:
+def _severity(node: object | None) -> Severity:
     local = str(node).removeprefix(SH) if node is not None else "Violation"
     if local == "Warning":
         return "Warning"

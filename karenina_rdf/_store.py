@@ -25,6 +25,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from ._checkpoint import MappedBenchmark, identity, map_checkpoint, read_bytes, read_json
+from ._checks import Readiness, TemplateCache, readiness, template_results
 from ._errors import (
     AmbiguousBenchmarkError,
     BenchmarkNotFoundError,
@@ -36,6 +37,7 @@ from ._errors import (
 from ._export import benchmark_json, item_json, write_json
 from ._graph import count_items, named, node_index, ordered_items, solutions, term_value
 from ._ids import graph_iri
+from ._shapes import ValidationResult
 from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, PREFIXES, SCHEMA
 
 STORE_ENV = "KARENINA_RDF_STORE"
@@ -69,6 +71,8 @@ class ImportResult(BaseModel):
     status: str  # "imported", "replaced" or "unchanged"
     source: str | None = None
     warnings: tuple[str, ...] = ()
+    # Which evaluation modes the questions are ready for (a validating import says so).
+    readiness: Readiness | None = None
 
 
 class BenchmarkSummary(BaseModel):
@@ -144,6 +148,8 @@ class Store:
             raise StoreError(f"cannot open store at {self.path}: {exc}") from None
         self.base_iri = self._settle_base_iri(requested)
         self._remove_orphans()
+        # Template check outcomes by text hash (see TemplateCache), kept beside the store.
+        self.template_cache = TemplateCache(self.path / "cache" if self.path is not None else None)
 
     def _settle_base_iri(self, requested: str | None) -> str:
         # Every stored IRI was minted under one base; a second base would split identities.
@@ -296,13 +302,14 @@ class Store:
 
     # -- import ----------------------------------------------------------------------------
     def import_checkpoint(
-        self, source: str | Path | dict[str, Any], *, name: str | None = None, validate: bool = False
+        self, source: str | Path | dict[str, Any], *, name: str | None = None, validate: bool = True
     ) -> ImportResult:
         """Import one checkpoint (a file or a parsed document); atomic: on error nothing changes.
 
         Importing a benchmark already stored (same id) replaces it; the same content is a no-op.
-        With ``validate`` the loaded graph is checked against the shapes and checks before it is
-        published: a Violation refuses the benchmark (``CheckpointError``), Warnings are returned.
+        With ``validate`` (the default) the loaded graph is checked against the shapes and checks
+        before it is published: a Violation refuses the benchmark (``CheckpointError``), Warnings
+        are returned, and so is which evaluation modes the questions are ready for.
         """
         file_hash = None
         if isinstance(source, dict):
@@ -326,38 +333,68 @@ class Store:
             chunks = _Chunks(Path(tmpdir), _CHUNK, loader.submit)
             try:
                 pointers: dict[str, str] | None = {} if validate else None
+                templates: list[tuple[str, str]] | None = [] if validate else None
                 try:
-                    mapped = map_checkpoint(doc, base_iri=self.base_iri, source=label, stream=chunks, pointers=pointers)
+                    mapped = map_checkpoint(
+                        doc,
+                        base_iri=self.base_iri,
+                        source=label,
+                        stream=chunks,
+                        pointers=pointers,
+                        templates=templates,
+                    )
                 finally:
                     chunks.close()
                     del doc  # the parsed JSON is the largest object of a big import
-                self._load(mapped, chunks, loader, graph)
+                code: list[ValidationResult] = []
+
+                def check_code() -> None:
+                    # Runs while the loader thread is still loading: parsing templates is the
+                    # Python half of validation, and the loader's half needs no GIL.
+                    if templates is not None:
+                        code.extend(template_results(templates, self.template_cache))
+                        templates.clear()
+
+                self._load(mapped, chunks, loader, graph, while_loading=check_code)
+                modes = None
                 if pointers is not None:
-                    self._validate_loaded(mapped, graph, pointers)
-                return self._publish(mapped, graph, old_graph, file_hash)
+                    self._validate_loaded(mapped, graph, pointers, code)
+                    modes = readiness(self._ox, graph, mapped.iri)
+                return self._publish(mapped, graph, old_graph, file_hash, modes)
             except BaseException:
                 loader.finish(raise_errors=False)
                 if self._ox.contains_named_graph(graph) and graph not in self._live().values():
                     self._drop_graph(graph)
                 raise
 
-    def _load(self, mapped: MappedBenchmark, chunks: _Chunks, loader: _Loader, graph: ox.NamedNode) -> None:
+    def _load(
+        self,
+        mapped: MappedBenchmark,
+        chunks: _Chunks,
+        loader: _Loader,
+        graph: ox.NamedNode,
+        while_loading: Callable[[], None],
+    ) -> None:
         last = chunks.paths[-1:] if chunks.paths and chunks.paths[-1] not in loader.submitted else []
         try:
             if not loader.submitted and mapped.sink.count < _SMALL:
+                while_loading()
                 for path in last:  # small: one transactional write
                     self._ox.load(path=str(path), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
             else:
                 for path in last:
                     loader.submit(path)
+                while_loading()
                 loader.finish()
         except (OSError, SyntaxError, ValueError) as exc:
             raise StoreError(f"loading {mapped.source or mapped.iri} failed, store unchanged: {exc}") from None
 
-    def _validate_loaded(self, mapped: MappedBenchmark, graph: ox.NamedNode, pointers: dict[str, str]) -> None:
+    def _validate_loaded(
+        self, mapped: MappedBenchmark, graph: ox.NamedNode, pointers: dict[str, str], code: list[ValidationResult]
+    ) -> None:
         from ._validate import findings_in_graph  # the validator builds on the store
 
-        findings = findings_in_graph(self, graph, mapped.iri, mapped.name, pointers)
+        findings = findings_in_graph(self, graph, mapped.iri, mapped.name, pointers, code)
         violations = [f for f in findings if f.severity == "Violation"]
         if violations:
             raise CheckpointError([Problem(f.message, mapped.source, f.pointer, f.question_id) for f in violations])
@@ -367,7 +404,12 @@ class Store:
         ]
 
     def _publish(
-        self, mapped: MappedBenchmark, graph: ox.NamedNode, old_graph: ox.NamedNode | None, file_hash: str | None
+        self,
+        mapped: MappedBenchmark,
+        graph: ox.NamedNode,
+        old_graph: ox.NamedNode | None,
+        file_hash: str | None,
+        modes: Readiness | None = None,
     ) -> ImportResult:
         bench = mapped.iri
         digest = mapped.content_hash()
@@ -380,6 +422,7 @@ class Store:
             triples=mapped.sink.count,
             source=mapped.source,
             warnings=tuple(str(w) for w in mapped.warnings),
+            readiness=modes,
         )
         if old_graph is not None and self._catalog_value(bench, _HASH) == digest:
             self._drop_graph(graph)  # same triples from different bytes: keep what is stored
@@ -426,7 +469,7 @@ class Store:
             f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {' . '.join(facts)} }} }}"
         )
 
-    def import_paths(self, paths: Iterable[str | Path], *, validate: bool = False) -> ImportReport:
+    def import_paths(self, paths: Iterable[str | Path], *, validate: bool = True) -> ImportReport:
         """Import every checkpoint found; a bad file is reported and the others still imported."""
         report = ImportReport()
         files = list(checkpoint_files(paths))

@@ -17,6 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ._checkpoint import map_checkpoint, read_file
 from ._errors import CheckpointError, Problem
+from ._graph import term_value
 from ._ids import owning_question
 from ._shapes import SH, Severity, ValidationResult, store_graph_to_rdflib, validate_graph_pyshacl
 from ._store import Store
@@ -151,17 +152,31 @@ def validate_store(store: Store, ref: str | None = None, *, engine: Engine = "au
 
 
 def findings_in_graph(
-    store: Store, graph: ox.NamedNode, bench: str, name: str, pointers: dict[str, str] | None = None
+    store: Store,
+    graph: ox.NamedNode,
+    bench: str,
+    name: str,
+    pointers: dict[str, str] | None = None,
+    template_results: list[ValidationResult] | None = None,
 ) -> list[Finding]:
-    """Every finding for one benchmark graph (published or not) with the default engine."""
-    return _findings(store, graph, bench, name, "auto", pointers)
+    """Every finding for one benchmark graph (published or not) with the default engine.
+
+    ``template_results``: the template checks already run on the code the importer collected
+    (:func:`karenina_rdf._checks.template_results`); then they are not run on the graph."""
+    return _findings(store, graph, bench, name, "auto", pointers, template_results)
 
 
 def _findings(
-    store: Store, graph: ox.NamedNode, bench: str, name: str, engine: Engine, pointers: dict[str, str] | None
+    store: Store,
+    graph: ox.NamedNode,
+    bench: str,
+    name: str,
+    engine: Engine,
+    pointers: dict[str, str] | None,
+    template_results: list[ValidationResult] | None = None,
 ) -> list[Finding]:
-    results = _shacl_results(store, graph, engine) + _check_results(store, graph)
-    texts = _question_texts(store, graph)
+    results = _shacl_results(store, graph, engine) + _check_results(store, graph, template_results)
+    texts = _question_texts(store, graph, {q for r in results if (q := _question_of(bench, r.focus_node)[1])})
     out = []
     for r in results:
         qid, q_iri = _question_of(bench, r.focus_node)
@@ -196,20 +211,23 @@ def _shacl_results(store: Store, graph: ox.NamedNode, engine: Engine) -> list[Va
     return list(validate_graph_pyshacl(store_graph_to_rdflib(store, graph)).results)
 
 
-def _check_results(store: Store, graph: ox.NamedNode) -> list[ValidationResult]:
-    try:
-        from ._checks import run_checks
-    except ImportError:  # the Python checks land separately (issue 4)
-        return []
-    return list(run_checks(store.oxigraph, [graph]))
+def _check_results(
+    store: Store, graph: ox.NamedNode, template_results: list[ValidationResult] | None
+) -> list[ValidationResult]:
+    from ._checks import run_checks
+
+    if template_results is None:
+        return list(run_checks(store.oxigraph, [graph], cache=store.template_cache))
+    return list(run_checks(store.oxigraph, [graph], traits_only=True)) + template_results
 
 
-def _question_texts(store: Store, graph: ox.NamedNode) -> dict[str, str]:
-    rows = store.oxigraph.query(
-        f"SELECT ?q ?t WHERE {{ ?q a <{SCHEMA}Question> ; <{SCHEMA}text> ?t }}", default_graph=graph
-    )
-    assert isinstance(rows, ox.QuerySolutions)
-    return {str(r["q"].value): str(r["t"].value) for r in rows}
+def _question_texts(store: Store, graph: ox.NamedNode, questions: set[str]) -> dict[str, str]:
+    """The text of the questions that have findings (only those: texts are long to read back)."""
+    out: dict[str, str] = {}
+    for q in questions:
+        for quad in store.oxigraph.quads_for_pattern(ox.NamedNode(q), ox.NamedNode(SCHEMA + "text"), None, graph):
+            out[q] = term_value(quad.object)
+    return out
 
 
 def _question_of(bench: str, focus: str) -> tuple[str | None, str | None]:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from karenina_rdf import Store
-from karenina_rdf._checks import CHECKS, CHECKS_NS, evaluation_modes, run_checks
+from karenina_rdf import Store, _checks
+from karenina_rdf._checks import CHECKS, CHECKS_NS, TemplateCache, evaluation_modes, run_checks
 from karenina_rdf._ids import md5_hex, template_id
 from karenina_rdf._templates import default_template
 
@@ -190,6 +190,32 @@ def test_check(turtle: str, expected: tuple[str, str, str, str] | None) -> None:
     assert fragment in r.message
     check = next(c for c in CHECKS if c.name == name)
     assert r.severity == check.severity
+
+
+@pytest.mark.parametrize(("turtle", "expected"), [pytest.param(t, e, id=i) for i, t, e in CASES])
+def test_template_cache_gives_the_same_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, turtle: str, expected: object
+) -> None:
+    store = _load(turtle)
+    uncached = run_checks(store, [GRAPH])
+    assert run_checks(store, [GRAPH], cache=TemplateCache(tmp_path)) == uncached  # fills the file
+    templates = "SoftwareSourceCode" in turtle
+    assert any(tmp_path.iterdir()) == templates
+
+    def no_parsing(code: str) -> object:
+        raise AssertionError("a cached template was parsed again")
+
+    monkeypatch.setattr(_checks, "template_problems", no_parsing)
+    assert run_checks(store, [GRAPH], cache=TemplateCache(tmp_path)) == uncached  # read back from the file
+
+
+def test_template_cache_survives_a_torn_line(tmp_path: Path) -> None:
+    store = _load(_template("x = 1\n"))
+    run_checks(store, [GRAPH], cache=TemplateCache(tmp_path))
+    (cache_file,) = tmp_path.iterdir()
+    cache_file.write_text(cache_file.read_text(encoding="utf-8") + '["abc", [[', encoding="utf-8")
+    (r,) = run_checks(store, [GRAPH], cache=TemplateCache(tmp_path))
+    assert r.source_constraint_component == CHECKS_NS + "TemplateDefinesAnswer"
 
 
 def test_every_check_has_a_failing_case() -> None:

@@ -148,8 +148,10 @@ def test_import_with_validation_refuses_violations_and_keeps_store(store: Store)
     assert problem.question_id == doc["dataFeedElement"][0]["@id"]
     assert "Answer" in problem.message
     assert set(store.oxigraph.quads_for_pattern(None, None, None, None)) == before
+    with pytest.raises(CheckpointError):
+        store.import_checkpoint(doc)  # validating is the default
     # Karenina itself loads such a file (templates are only run at verification): so do we, unvalidated.
-    assert store.import_checkpoint(doc).status == "imported"
+    assert store.import_checkpoint(doc, validate=False).status == "imported"
 
 
 def test_import_with_validation_returns_warnings(store: Store) -> None:
@@ -160,10 +162,45 @@ def test_import_with_validation_returns_warnings(store: Store) -> None:
     assert len(result.warnings) == 1 and "/dataFeedElement/1/item/rating/0" in result.warnings[0]
 
 
-def test_cli_import_validate(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("flags", "code", "stored"),
+    [([], 1, False), (["--validate"], 1, False), (["--no-validate"], 0, True)],
+    ids=["default", "validate", "no-validate"],
+)
+def test_cli_import_validates_by_default(tmp_path: Path, flags: list[str], code: int, stored: bool) -> None:
     doc = copy.deepcopy(DOC)
     _bad_template(doc)
     bad = tmp_path / "bad.jsonld"
     bad.write_text(json.dumps(doc), encoding="utf-8")
-    result = runner.invoke(app, ["import", str(bad), "--validate", "--store", str(tmp_path / "s")])
-    assert result.exit_code == 1 and "bad.jsonld at /dataFeedElement/0/item/hasPart" in result.stderr
+    result = runner.invoke(app, ["import", str(bad), *flags, "--store", str(tmp_path / "s")])
+    assert result.exit_code == code
+    if not stored:
+        assert "bad.jsonld at /dataFeedElement/0/item/hasPart" in result.stderr
+        assert "refused" in result.stderr or "Answer" in result.stderr
+    with Store(tmp_path / "s") as s:
+        assert [b.questions for b in s.benchmarks()] == ([len(doc["dataFeedElement"])] if stored else [])
+
+
+def test_import_reports_evaluation_mode_readiness(store: Store) -> None:
+    doc = copy.deepcopy(DOC)
+    items = doc["dataFeedElement"]
+    del items[0]["item"]["hasPart"]  # no template: rubric_only at most
+    doc.pop("rating", None)
+    for item in items:
+        item["item"].pop("rating", None)  # no rubric anywhere: the first question is ready for nothing
+    result = store.import_checkpoint(doc)
+    r = result.readiness
+    assert r is not None
+    n = len(items)
+    assert r.questions == n
+    assert r.ready == {"template_only": n - 1, "template_and_rubric": 0, "rubric_only": 0}
+    assert r.without_template == (items[0]["@id"],)
+    assert r.not_ready == (items[0]["@id"],)
+    assert f"template_only {n - 1}" in r.line() and repr(items[0]["@id"]) in r.line()
+    assert store.import_checkpoint(doc, validate=False).readiness is None  # unchanged, and not checked
+
+
+def test_cli_import_prints_readiness(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["import", str(EXAMPLES / "pharmacology.jsonld"), "--store", str(tmp_path / "s")])
+    assert result.exit_code == 0
+    assert "ready for: template_only 4, template_and_rubric 4, rubric_only 4 (of 4 questions)" in result.stdout
