@@ -45,7 +45,7 @@ def _child(step: str, src: str, work: str) -> dict[str, Any]:
             ref = store.benchmarks()[0].iri
             if step == "engine":  # the shapes only, our engine
                 n = len(validate_store_graph(store.oxigraph, [store.graph_of(ref)[1]]).results)
-            elif step == "store":  # what `karenina-rdf validate --stored` does: shapes + checks
+            elif step in ("store", "store-cold"):  # `karenina-rdf validate --stored`: shapes + checks
                 n = sum(len(r.findings) for r in validate_store(store))
             else:  # pyshacl over the rdflib copy of the stored graph (the copy is timed too)
                 n = len(validate_graph_pyshacl(store_graph_to_rdflib(store, store.graph_of(ref)[1])).results)
@@ -67,7 +67,9 @@ def bench_size(n: int, root: Path, pyshacl_max: int) -> list[str]:
     store = root / f"ours-{n}"
     imp = run_step("import", src, store)
     engine = run_step("engine", src, store)
-    full = run_step("store", src, store)
+    full = run_step("store", src, store)  # the import left the template-check cache warm
+    shutil.rmtree(store / "cache", ignore_errors=True)
+    cold = run_step("store-cold", src, store)  # as after `import --no-validate`: every template parsed
     shacl = run_step("pyshacl", src, store) if n <= pyshacl_max else None
     file = run_step("file", src, root)
     shutil.rmtree(store)
@@ -87,12 +89,14 @@ def bench_size(n: int, root: Path, pyshacl_max: int) -> list[str]:
         row("import, `validate=False` (baseline)", plain),
         row("import, validating (the default)", imp, f"{imp['s'] / plain['s']:.2f}× the baseline"),
         row("our engine, shapes only, stored benchmark", engine, vs(engine)),
-        row("`validate_store` (shapes + Python checks)", full, vs(full)),
+        row("`validate_store` (shapes + Python checks), after a validating import", full, vs(full)),
+        row("`validate_store`, template-check cache empty", cold, vs(cold)),
         row("pyshacl over the rdflib copy (reference)", shacl, f"{shacl['n']} results" if shacl else ""),
         row("`validate(file)` (parse + map in memory + all)", file, f"{file['n']} findings"),
         "",
         f"Targets: import validating ≤ 1.5× baseline: {_verdict(imp['s'] / plain['s'] <= 1.5)}; "
-        f"stored ≤ 10 s and ≤ 1.5 GB (set for 100k): {_verdict(full['s'] <= 10 and full['mb'] <= 1536)}; "
+        f"stored ≤ 10 s and ≤ 1.5 GB (set for 100k): {_verdict(cold['s'] <= 10 and cold['mb'] <= 1536)} "
+        f"(cache empty), {_verdict(full['s'] <= 10 and full['mb'] <= 1536)} (after import); "
         f"file ≤ 1 s (set for 1k): {_verdict(file['s'] <= 1)}",
         "",
     ]

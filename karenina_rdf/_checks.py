@@ -27,7 +27,6 @@ from pathlib import Path
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from ._graph import term_value
 from ._ids import md5_hex, owning_question, template_id
 from ._shapes import Severity, ValidationResult
 from ._vocab import KARENINA, SCHEMA, sparql_prefixes
@@ -166,6 +165,9 @@ CHECKS: tuple[Check, ...] = (
 )
 
 
+_BY_NAME = {c.name: c for c in CHECKS}
+
+
 def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
@@ -174,12 +176,11 @@ def _select(store: ox.Store, graph: ox.NamedNode, query: str) -> Iterator[_Row]:
     result = store.query(sparql_prefixes() + query, default_graph=graph)
     assert isinstance(result, ox.QuerySolutions)
     names = [v.value for v in result.variables]
+    positions = range(len(names))
     for solution in result:
-        row: _Row = {}
-        for name in names:
-            term = solution[name]
-            row[name] = None if term is None else term.value
-        yield row
+        # Positional access: looking terms up by variable name costs more than reading them.
+        terms = [solution[i] for i in positions]
+        yield {name: None if term is None else term.value for name, term in zip(names, terms, strict=True)}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -388,9 +389,8 @@ class TemplateCache:
         if problems is None:
             problems = tuple((f.check.name, f.message) for f in _code_findings(node, text))
             self._load()[key] = self._new[key] = problems
-        by_name = {c.name: c for c in CHECKS}
         for name, message in problems:
-            yield _Finding(node, message, None, by_name[name])
+            yield _Finding(node, message, None, _BY_NAME[name])
 
     def save(self) -> None:
         if self.file is None or not self._new:
@@ -402,29 +402,21 @@ class TemplateCache:
 
 
 def _templates(store: ox.Store, graph: ox.NamedNode, cache: TemplateCache) -> Iterator[_Finding]:
-    # MD5 is computed in SPARQL: only the hashes come back to Python, and the text only of a
-    # template whose id needs the full normalisation or whose checks are not cached.
     q = (
-        "SELECT ?c ?h ?tid WHERE { ?c a schema:SoftwareSourceCode ; schema:text ?text "
-        "OPTIONAL { ?c karenina:templateId ?tid } BIND(MD5(?text) AS ?h) }"
+        "SELECT ?c ?text ?tid WHERE { ?c a schema:SoftwareSourceCode ; schema:text ?text "
+        "OPTIONAL { ?c karenina:templateId ?tid } }"
     )
-    text_of = ox.NamedNode(SCHEMA + "text")
-    for row in list(_select(store, graph, q)):
-        c, h, tid = row["c"] or "", row["h"] or "", row["tid"]
-        if (tid is None or tid == h) and cache.get(h) is not None:
-            yield from cache.findings(c, "", h)
-            continue
-        for quad in store.quads_for_pattern(ox.NamedNode(c), text_of, None, graph):
-            text = term_value(quad.object)
-            if tid is not None and tid != template_id(text):
-                yield _Finding(
-                    c,
-                    f"karenina:templateId {tid!r} is not the template id of this template's text "
-                    f"({template_id(text)!r}); results refer to templates by it (SoftwareSourceCode.text changed?)",
-                    tid,
-                    TEMPLATE_ID,
-                )
-            yield from cache.findings(c, text, h)
+    for row in _select(store, graph, q):
+        c, text, tid = row["c"] or "", row["text"] or "", row["tid"]
+        if tid is not None and tid != template_id(text):
+            yield _Finding(
+                c,
+                f"karenina:templateId {tid!r} is not the template id of this template's text "
+                f"({template_id(text)!r}); results refer to templates by it (SoftwareSourceCode.text changed?)",
+                tid,
+                TEMPLATE_ID,
+            )
+        yield from cache.findings(c, text)
     cache.save()
 
 
@@ -449,20 +441,19 @@ def template_results(templates: list[tuple[str, str]], cache: TemplateCache | No
 
 
 def _text_md5(store: ox.Store, graph: ox.NamedNode) -> Iterator[_Finding]:
-    # MD5 in SPARQL: no question text is read into Python unless its hash is wrong.
-    q = (
-        "SELECT ?q ?md5 ?expected WHERE { ?q a schema:Question ; schema:text ?text ; karenina:textMd5 ?md5 "
-        "BIND(MD5(?text) AS ?expected) FILTER(?md5 != ?expected) }"
-    )
+    # Hashed in Python: pyoxigraph's MD5() is slower than reading the texts out (measured).
+    q = "SELECT ?q ?text ?md5 WHERE { ?q a schema:Question ; schema:text ?text ; karenina:textMd5 ?md5 }"
     for row in _select(store, graph, q):
-        node, md5, expected = row["q"] or "", row["md5"] or "", row["expected"] or ""
-        yield _Finding(
-            node,
-            f"karenina:textMd5 {md5!r} is not the MD5 of the question text ({expected!r}); "
-            "the question text was changed without it (Question.text)",
-            md5,
-            TEXT_MD5,
-        )
+        node, text, md5 = row["q"] or "", row["text"] or "", row["md5"] or ""
+        expected = md5_hex(text)
+        if md5 != expected:
+            yield _Finding(
+                node,
+                f"karenina:textMd5 {md5!r} is not the MD5 of the question text ({expected!r}); "
+                "the question text was changed without it (Question.text)",
+                md5,
+                TEXT_MD5,
+            )
 
 
 _TRAIT_RUNNERS: tuple[Callable[[ox.Store, ox.NamedNode], Iterator[_Finding]], ...] = (
@@ -504,6 +495,7 @@ def _results(findings: Iterable[_Finding]) -> list[ValidationResult]:
             source_shape=f.check.iri,
             source_constraint_component=f.check.iri,
             value=f.value,
+            value_term=None if f.value is None else str(ox.Literal(f.value)),
         )
         for f in findings
     ]
@@ -511,40 +503,55 @@ def _results(findings: Iterable[_Finding]) -> list[ValidationResult]:
     return out
 
 
+# Questions without a real template: none attached, a blank one (its templateId is Karenina's
+# "no_template", which the TemplateIdMatches check keeps true to the text) or Karenina's default
+# placeholder. Identity tests only (sameTerm, MINUS): no template text is read.
+_NO_REAL_TEMPLATE = """
+SELECT ?q WHERE {
+  ?q a schema:Question .
+  MINUS {
+    ?q schema:hasPart ?c . ?c a schema:SoftwareSourceCode ; karenina:templateId ?tid .
+    FILTER(!sameTerm(?tid, "no_template"))
+    MINUS { ?c karenina:isDefaultTemplate true }
+  }
+}"""
+_NO_OWN_TRAIT = "SELECT ?q WHERE { ?q a schema:Question MINUS { ?q schema:contentRating ?t } }"
+_GLOBAL_TRAITS = "ASK { ?b a schema:DataFeed ; schema:contentRating ?t }"
+_QUESTIONS = "SELECT (COUNT(?q) AS ?n) WHERE { ?q a schema:Question }"
+
+
+def _question_sets(store: ox.Store, graph: ox.NamedNode) -> tuple[int, set[str], set[str]]:
+    """(number of questions, those without a real template, those without any rubric trait)."""
+    n = int(next(_select(store, graph, _QUESTIONS))["n"] or 0)
+    no_template = {row["q"] or "" for row in _select(store, graph, _NO_REAL_TEMPLATE)}
+    has_global = store.query(sparql_prefixes() + _GLOBAL_TRAITS, default_graph=graph)
+    no_rubric = set() if has_global else {row["q"] or "" for row in _select(store, graph, _NO_OWN_TRAIT)}
+    return n, no_template, no_rubric
+
+
+def _modes(has_template: bool, has_rubric: bool) -> list[str]:
+    ready = {
+        "template_only": has_template,
+        "template_and_rubric": has_template and has_rubric,
+        "rubric_only": has_rubric,
+    }
+    return [m for m in EVALUATION_MODES if ready[m]]
+
+
 def evaluation_modes(store: ox.Store, graph: ox.NamedNode) -> dict[str, list[str]]:
     """Which of Karenina's evaluation modes each question of ``graph`` is ready for.
 
     Verification spec §3.3: ``template_only`` and ``template_and_rubric`` run the template stages
-    (ValidateTemplate, ParseTemplate, VerifyTemplate), so they need a real template: one with
-    non-empty text that is not Karenina's default placeholder (``karenina:isDefaultTemplate``).
-    ``template_and_rubric`` and ``rubric_only`` add rubric stages only when a non-empty rubric is
-    attached, the global traits merged with the question's (§6.3), so they need at least one trait.
-    A question with neither is ready for no mode.
+    (ValidateTemplate, ParseTemplate, VerifyTemplate), so they need a real template: one whose
+    text is not blank (its ``karenina:templateId`` is not Karenina's ``no_template``) and is not
+    Karenina's default placeholder (``karenina:isDefaultTemplate``). ``template_and_rubric`` and
+    ``rubric_only`` add rubric stages only when a non-empty rubric is attached, the global traits
+    merged with the question's (§6.3), so they need at least one trait. A question with neither
+    is ready for no mode.
     """
-    q = """
-    SELECT ?q (MAX(?real) AS ?hasTemplate) (COUNT(DISTINCT ?t) AS ?traits) WHERE {
-      ?q a schema:Question .
-      OPTIONAL {
-        ?q schema:hasPart ?c . ?c a schema:SoftwareSourceCode ; schema:text ?text .
-        OPTIONAL { ?c karenina:isDefaultTemplate ?default }
-        BIND(IF(STRLEN(REPLACE(?text, "\\\\s", "")) > 0 && !COALESCE(?default, false), 1, 0) AS ?real)
-      }
-      OPTIONAL { ?q schema:contentRating ?t }
-    } GROUP BY ?q
-    """
-    global_q = "SELECT (COUNT(DISTINCT ?t) AS ?n) WHERE { ?b a schema:DataFeed ; schema:contentRating ?t }"
-    global_traits = int(next(_select(store, graph, global_q))["n"] or 0)
-    modes: dict[str, list[str]] = {}
-    for row in _select(store, graph, q):
-        has_template = (row["hasTemplate"] or "0") == "1"
-        has_rubric = global_traits + int(row["traits"] or 0) > 0
-        ready = {
-            "template_only": has_template,
-            "template_and_rubric": has_template and has_rubric,
-            "rubric_only": has_rubric,
-        }
-        modes[row["q"] or ""] = [m for m in EVALUATION_MODES if ready[m]]
-    return dict(sorted(modes.items()))
+    _, no_template, no_rubric = _question_sets(store, graph)
+    questions = [row["q"] or "" for row in _select(store, graph, "SELECT ?q WHERE { ?q a schema:Question }")]
+    return {q: _modes(q not in no_template, q not in no_rubric) for q in sorted(questions)}
 
 
 class Readiness(BaseModel):
@@ -573,17 +580,20 @@ def _ids(ids: tuple[str, ...], shown: int = 3) -> str:
 
 
 def readiness(store: ox.Store, graph: ox.NamedNode, bench: str) -> Readiness:
-    """:func:`evaluation_modes` of one benchmark graph, counted, with question ids."""
-    modes = evaluation_modes(store, graph)
-    ready = {m: sum(m in ms for ms in modes.values()) for m in EVALUATION_MODES}
+    """:func:`evaluation_modes` of one benchmark graph, counted, with the ids of the questions
+    that are not ready for every mode (only those are read: this runs on every import)."""
+    n, no_template, no_rubric = _question_sets(store, graph)
 
-    def qid(iri: str) -> str:
-        owner = owning_question(bench, iri)
-        return owner[0] if owner else iri
+    def ids(iris: set[str]) -> tuple[str, ...]:
+        return tuple(sorted((owner[0] if (owner := owning_question(bench, q)) else q) for q in iris))
 
     return Readiness(
-        questions=len(modes),
-        ready=ready,
-        without_template=tuple(qid(q) for q, ms in modes.items() if "template_only" not in ms),
-        not_ready=tuple(qid(q) for q, ms in modes.items() if not ms),
+        questions=n,
+        ready={
+            "template_only": n - len(no_template),
+            "template_and_rubric": n - len(no_template | no_rubric),
+            "rubric_only": n - len(no_rubric),
+        },
+        without_template=ids(no_template),
+        not_ready=ids(no_template & no_rubric),
     )

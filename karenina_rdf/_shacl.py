@@ -549,6 +549,7 @@ class _Run:
                 source_shape=_text(shape.node),
                 source_constraint_component=SH + _COMPONENT[param],
                 value=None if value is None else _text(value),
+                value_term=str(value) if isinstance(value, ox.NamedNode | ox.Literal) else None,
             )
         )
 

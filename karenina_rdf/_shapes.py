@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
     from ._store import Store
 
-SHAPES_DIR = Path(__file__).resolve().parents[1] / "shapes"
+SHAPES_DIR = Path(__file__).resolve().parent / "shapes"  # the top-level shapes/ (a symlink in the source tree)
 SH = "http://www.w3.org/ns/shacl#"
 
 Severity = Literal["Violation", "Warning", "Info"]
@@ -38,6 +38,8 @@ class ValidationResult(BaseModel):
     source_shape: str
     source_constraint_component: str
     value: str | None
+    # The value in N-Triples syntax (an IRI or a typed literal), for the report graph.
+    value_term: str | None = None
 
 
 class ValidationReport(BaseModel):
@@ -111,7 +113,7 @@ def validate_graph_pyshacl(data: rdflib.Graph, shapes: rdflib.Graph | None = Non
 
 
 def _read_report(report: rdflib.Graph) -> list[ValidationResult]:
-    from rdflib import RDF, URIRef
+    from rdflib import RDF, BNode, URIRef
 
     sh = _ns(SH)
     out: list[ValidationResult] = []
@@ -129,6 +131,7 @@ def _read_report(report: rdflib.Graph) -> list[ValidationResult]:
                 source_shape=str(report.value(res, sh["sourceShape"])),
                 source_constraint_component=str(report.value(res, sh["sourceConstraintComponent"])),
                 value=None if value is None else str(value),
+                value_term=None if value is None or isinstance(value, BNode) else value.n3(),
             )
         )
     out.sort(key=lambda r: (r.focus_node, r.path or "", r.message, r.value or ""))

@@ -43,6 +43,7 @@ class Finding(BaseModel):
     component: str
     source_shape: str | None = None
     value: str | None = None
+    value_term: str | None = None  # N-Triples syntax: keeps the value's datatype in reports
 
     def line(self, source: str | None = None) -> str:
         where = [source or self.benchmark or "?"]
@@ -86,38 +87,92 @@ def _sh(local: str) -> ox.NamedNode:
 
 
 def reports_turtle(reports: Sequence[BenchmarkReport]) -> str:
+    """The standard ``sh:ValidationReport`` graph (SHACL §3.6) of one or more reports."""
     store = ox.Store()
     report = ox.BlankNode()
     g = ox.DefaultGraph()
-    store.add(
-        ox.Quad(report, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"), _sh("ValidationReport"), g)
-    )
+    rdf_type = ox.NamedNode(RDF + "type")
+    store.add(ox.Quad(report, rdf_type, _sh("ValidationReport"), g))
     # SHACL's sh:conforms is false as soon as there is any result, warnings included; our
     # BenchmarkReport.conforms (the exit code, and whether import refuses) looks at Violations only.
     conforms = not any(r.findings for r in reports)
     store.add(ox.Quad(report, _sh("conforms"), ox.Literal(conforms), g))
+    paths = _ShapePaths()
     for r in reports:
         for f in r.findings:
             node = ox.BlankNode()
-            store.add(ox.Quad(report, _sh("result"), node, g))
-            store.add(
-                ox.Quad(
-                    node, ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type"), _sh("ValidationResult"), g
-                )
-            )
-            store.add(ox.Quad(node, _sh("resultSeverity"), _sh(f.severity), g))
-            store.add(ox.Quad(node, _sh("resultMessage"), ox.Literal(f.message), g))
-            store.add(ox.Quad(node, _sh("sourceConstraintComponent"), ox.NamedNode(f.component), g))
+            facts: list[tuple[ox.NamedNode, ox.NamedNode | ox.BlankNode | ox.Literal]] = [
+                (rdf_type, _sh("ValidationResult")),
+                (_sh("resultSeverity"), _sh(f.severity)),
+                (_sh("resultMessage"), ox.Literal(f.message)),
+                (_sh("sourceConstraintComponent"), ox.NamedNode(f.component)),
+            ]
             if f.focus_node:
-                store.add(ox.Quad(node, _sh("focusNode"), ox.NamedNode(f.focus_node), g))
-            if f.path and not f.path.startswith(("^", "<")):
-                store.add(ox.Quad(node, _sh("resultPath"), ox.NamedNode(f.path), g))
+                facts.append((_sh("focusNode"), _node(f.focus_node)))
             if f.source_shape:
-                store.add(ox.Quad(node, _sh("sourceShape"), ox.NamedNode(f.source_shape), g))
+                facts.append((_sh("sourceShape"), _node(f.source_shape)))
+            if f.path:
+                complex_path = f.path.startswith(("^", "<", "("))  # rendered by _shacl's path_text
+                path = paths.copy(store, f.source_shape) if complex_path else ox.NamedNode(f.path)
+                if path is not None:
+                    facts.append((_sh("resultPath"), path))
             if f.value is not None:
-                store.add(ox.Quad(node, _sh("value"), ox.Literal(f.value), g))
+                facts.append((_sh("value"), _value_term(f)))
+            store.add(ox.Quad(report, _sh("result"), node, g))
+            for pred, obj in facts:
+                store.add(ox.Quad(node, pred, obj, g))
     out = store.dump(format=ox.RdfFormat.TURTLE, prefixes={"sh": SH, "schema": SCHEMA}, from_graph=g)
     return (out or b"").decode("utf-8")
+
+
+RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
+
+
+def _node(text: str) -> ox.NamedNode | ox.BlankNode:
+    # Engines report blank nodes as "_:label" (a blank focus node, an unnamed nested shape).
+    return ox.BlankNode(text[2:]) if text.startswith("_:") else ox.NamedNode(text)
+
+
+def _value_term(f: Finding) -> ox.NamedNode | ox.Literal:
+    """The finding's value as the term it was (an IRI, a typed literal), or a string."""
+    if f.value_term:
+        parsed = ox.parse(f"<urn:s> <urn:p> {f.value_term} .".encode(), format=ox.RdfFormat.N_TRIPLES)
+        obj = next(iter(parsed)).object
+        if isinstance(obj, ox.NamedNode | ox.Literal):
+            return obj
+    return ox.Literal(f.value or "")
+
+
+class _ShapePaths:
+    """The ``sh:path`` of a shape of ``shapes/`` copied into a report: a complex path (inverse,
+    sequence, …) is a small structure of blank nodes, and sh:resultPath holds that structure."""
+
+    def __init__(self) -> None:
+        self._shapes: ox.Store | None = None
+
+    def copy(self, into: ox.Store, shape: str | None) -> ox.BlankNode | ox.NamedNode | None:
+        if shape is None:
+            return None
+        if self._shapes is None:
+            from ._shacl import default_shapes_store
+
+            self._shapes = default_shapes_store()
+        for q in self._shapes.quads_for_pattern(ox.NamedNode(shape), _sh("path"), None, ox.DefaultGraph()):
+            return self._copy(into, q.object)
+        return None
+
+    def _copy(self, into: ox.Store, term: object) -> ox.BlankNode | ox.NamedNode | None:
+        if isinstance(term, ox.NamedNode):
+            return term
+        if not isinstance(term, ox.BlankNode):
+            return None
+        assert self._shapes is not None
+        fresh = ox.BlankNode()
+        for q in self._shapes.quads_for_pattern(term, None, None, ox.DefaultGraph()):
+            obj = self._copy(into, q.object) if not isinstance(q.object, ox.Literal) else q.object
+            if obj is not None:
+                into.add(ox.Quad(fresh, q.predicate, obj, ox.DefaultGraph()))
+        return fresh
 
 
 def validate(
@@ -193,6 +248,7 @@ def _findings(
                 component=r.source_constraint_component,
                 source_shape=r.source_shape,
                 value=r.value,
+                value_term=r.value_term,
             )
         )
     order = {"Violation": 0, "Warning": 1, "Info": 2}

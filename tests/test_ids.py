@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from karenina_rdf import generate_question_id, question_md5_id, template_id
-from karenina_rdf._ids import benchmark_iri, segment, unsegment
+from karenina_rdf._ids import benchmark_iri, md5_hex, segment, unsegment
 
 
 @pytest.mark.parametrize(
@@ -68,3 +68,23 @@ def test_segments_are_reversible_iri_safe(raw: str) -> None:
     assert not set(seg) & set("/?# ")
     assert all(seg[i + 1 : i + 3].isalnum() and len(seg[i + 1 : i + 3]) == 2 for i, c in enumerate(seg) if c == "%")
     assert benchmark_iri("http://x/", raw) == f"http://x/benchmarks/{seg}"
+
+
+def _template_id_by_the_rule(code: str) -> str:
+    # Karenina's normalisation written out in full (spec §7.2), without the fast path.
+    import textwrap
+
+    text = textwrap.dedent(code).replace("\r\n", "\n").replace("\r", "\n")
+    text = "\n".join(line.rstrip() for line in text.split("\n")).strip()
+    return md5_hex(text) if text else "no_template"
+
+
+def test_template_id_fast_path_agrees_with_the_rule() -> None:
+    import random
+
+    rng = random.Random(0)
+    alphabet = [" ", "\t", "\n", "\r", "a", "b", "\x0c", "\u00a0", "\x1c", "\u2028", "    "]
+    samples = ["".join(rng.choice(alphabet) for _ in range(rng.randrange(0, 14))) for _ in range(30_000)]
+    samples += ["class Answer(BaseAnswer):\n    x: int\n", "  x = 1\n  y = 2\n", "x\r\ny", "\n\nx\n\n"]
+    for code in samples:
+        assert template_id(code) == _template_id_by_the_rule(code), repr(code)

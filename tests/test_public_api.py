@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import karenina_rdf
 
 EXPECTED = sorted(
@@ -61,3 +63,16 @@ def test_errors_form_one_tree() -> None:
         obj = getattr(karenina_rdf, name)
         if isinstance(obj, type) and issubclass(obj, Exception):
             assert issubclass(obj, karenina_rdf.KareninaRDFError), name
+
+
+def test_shapes_ship_inside_the_package() -> None:
+    # A wheel carries karenina_rdf/shapes/*.ttl (package data through the symlink to shapes/).
+    import tomllib
+
+    import karenina_rdf
+
+    root = Path(__file__).resolve().parents[1]
+    packaged = Path(karenina_rdf.__file__).parent / "shapes"
+    assert packaged.resolve() == (root / "shapes").resolve()
+    config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    assert "shapes/*.ttl" in config["tool"]["setuptools"]["package-data"]["karenina_rdf"]

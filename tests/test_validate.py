@@ -14,9 +14,11 @@ from typer.testing import CliRunner
 
 from karenina_rdf import CheckpointError, Store
 from karenina_rdf._cli import app
-from karenina_rdf._validate import LOAD_RULES, validate, validate_store
+from karenina_rdf._validate import LOAD_RULES, BenchmarkReport, Finding, reports_turtle, validate, validate_store
 
 from .conftest import EXAMPLES, load_json
+
+FIXTURES = Path(__file__).parent / "fixtures" / "shapes"
 
 DOC = load_json(EXAMPLES / "molecular-biology.jsonld")
 runner = CliRunner()
@@ -204,3 +206,50 @@ def test_cli_import_prints_readiness(tmp_path: Path) -> None:
     result = runner.invoke(app, ["import", str(EXAMPLES / "pharmacology.jsonld"), "--store", str(tmp_path / "s")])
     assert result.exit_code == 0
     assert "ready for: template_only 4, template_and_rubric 4, rubric_only 4 (of 4 questions)" in result.stdout
+
+
+def _fixture_report(name: str) -> ox.Store:
+    from karenina_rdf._shacl import validate_turtle
+
+    results = validate_turtle(FIXTURES / name).results
+    findings = [
+        Finding(
+            severity=r.severity,
+            message=r.message,
+            focus_node=r.focus_node,
+            path=r.path,
+            component=r.source_constraint_component,
+            source_shape=r.source_shape,
+            value=r.value,
+            value_term=r.value_term,
+        )
+        for r in results
+    ]
+    g = ox.Store()
+    g.load(
+        reports_turtle([BenchmarkReport(source=name, benchmark=None, findings=findings)]).encode(),
+        format=ox.RdfFormat.TURTLE,
+    )
+    return g
+
+
+SH_PREFIXES = (
+    "PREFIX sh: <http://www.w3.org/ns/shacl#> PREFIX schema: <https://schema.org/> "
+    "PREFIX xsd: <http://www.w3.org/2001/XMLSchema#> "
+)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "pattern"),
+    [
+        # A complex path is the shape's own path structure, not text.
+        ("answer-violates.ttl", "?x sh:resultPath [ sh:inversePath schema:acceptedAnswer ]"),
+        # A value keeps its datatype: the fixture's "1.5"^^xsd:double, not the string "1.5".
+        ("trait-llm-violates.ttl", '?x sh:value "1.5"^^xsd:double'),
+        # An IRI value stays an IRI.
+        ("item-violates.ttl", "?x sh:value <http://example.org/notq>"),
+    ],
+)
+def test_turtle_report_keeps_paths_and_value_types(fixture: str, pattern: str) -> None:
+    g = _fixture_report(fixture)
+    assert bool(g.query(f"{SH_PREFIXES} ASK {{ ?r sh:result ?x . {pattern} }}"))
