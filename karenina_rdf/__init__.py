@@ -11,11 +11,13 @@ from ._errors import (
     KareninaRDFError,
     NotFoundError,
     Problem,
+    QueryNotFoundError,
     QuestionNotFoundError,
     StoreError,
 )
 from ._export import CANONICAL_CONTEXT
 from ._ids import generate_question_id, question_md5_id, template_id
+from ._queries import NamedQuery, QueryParam, named_queries
 from ._question import Answer, AnswerTemplate, Question
 from ._rubric import RubricTrait
 from ._store import BenchmarkSummary, ImportReport, ImportResult, Store
@@ -42,8 +44,11 @@ __all__ = [
     "InvalidValueError",
     "KARENINA",
     "KareninaRDFError",
+    "NamedQuery",
     "NotFoundError",
     "Problem",
+    "QueryNotFoundError",
+    "QueryParam",
     "Question",
     "QuestionNotFoundError",
     "RubricTrait",
@@ -53,6 +58,7 @@ __all__ = [
     "__version__",
     "generate_question_id",
     "map_checkpoint",
+    "named_queries",
     "question_md5_id",
     "read_file",
     "template_id",

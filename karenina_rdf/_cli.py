@@ -21,8 +21,10 @@ from rich.syntax import Syntax
 from rich.table import Table
 
 from ._benchmark import Benchmark
-from ._errors import CheckpointError, KareninaRDFError
+from ._errors import CheckpointError, InvalidValueError, KareninaRDFError, QueryNotFoundError
+from ._queries import GRAPH_FORMATS, RESULT_FORMATS, find_query, looks_like_reference, named_queries, serialize_results
 from ._store import BASE_IRI_ENV, STORE_ENV, Store, checkpoint_files, default_store_path
+from ._vocab import PREFIXES
 
 app = typer.Typer(
     name="karenina-rdf",
@@ -60,24 +62,34 @@ def _open(store: str | None, base_iri: str | None) -> Store:
     return Store(Path(store) if store else default_store_path(), base_iri=base_iri)
 
 
-def _fail(lines: list[str]) -> typer.Exit:
+def _fail(lines: list[str], code: int = 1) -> typer.Exit:
     for line in lines:
         err.print(f"[red]error:[/red] {escape(line)}")
-    return typer.Exit(1)
+    return typer.Exit(code)
 
 
 @contextmanager
-def _errors() -> Iterator[None]:
+def _errors(usage: tuple[type[Exception], ...] = ()) -> Iterator[None]:
+    """Errors as one line each, no traceback: exit 2 for the ``usage`` kinds, 1 otherwise.
+
+    The exit is raised after the ``except`` block, so the error (and, through its traceback,
+    any query results still holding the store open) is not kept alive as its context."""
+    lines: list[str] = []
+    code = 1
     try:
         yield
+    except usage as exc:
+        lines, code = [str(exc)], 2
     except CheckpointError as exc:
-        raise _fail([str(p) for p in exc.problems]) from None
+        lines = [str(p) for p in exc.problems]
     except BrokenPipeError:
         raise  # the reader went away (`| head`): click exits quietly with status 1
     except UnicodeDecodeError as exc:
-        raise _fail([f"not UTF-8 text: {exc}"]) from None
+        lines = [f"not UTF-8 text: {exc}"]
     except (KareninaRDFError, SyntaxError, OSError) as exc:
-        raise _fail([str(exc)]) from None
+        lines = [str(exc)]
+    if lines:
+        raise _fail(lines, code)
 
 
 def _run(store: str | None, base_iri: str | None, action: Callable[[Store], T]) -> T:
@@ -229,35 +241,79 @@ def _show_question(b: Benchmark, question_id: str) -> None:
 
 @app.command()
 def query(
-    sparql: Annotated[str | None, typer.Argument(help="The SPARQL query (or use --file).")] = None,
+    query: Annotated[
+        str | None,
+        typer.Argument(help="SPARQL text, the name of a named query (see `queries`) or a .rq file."),
+    ] = None,
     file: Annotated[Path | None, typer.Option("--file", "-f", help="Read the query from a file.")] = None,
-    fmt: Annotated[str, typer.Option("--format", help="table, json, csv or tsv.")] = "table",
+    param: Annotated[
+        list[str] | None,
+        typer.Option("--param", "-p", help="NAME=VALUE for a query parameter (repeatable); bound as an RDF term."),
+    ] = None,
+    fmt: Annotated[
+        str,
+        typer.Option(
+            "--format",
+            help="SELECT/ASK: table, json, csv, tsv or xml. CONSTRUCT/DESCRIBE: turtle, ntriples, jsonld or rdfxml.",
+        ),
+    ] = "table",
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
-    """Run a SPARQL query over every stored benchmark (schema:, karenina:, rdf:, xsd: predeclared)."""
-    if fmt not in ("table", "json", "csv", "tsv"):
-        err.print(f"[red]error:[/red] unknown --format {fmt!r} (table, json, csv or tsv)")
+    """Run a SPARQL query or a named query over every stored benchmark (schema:, karenina:, rdf:, xsd: predeclared)."""
+    if fmt not in ("table", *RESULT_FORMATS, *GRAPH_FORMATS):
+        err.print(f"[red]error:[/red] unknown --format {fmt!r} (table, {', '.join([*RESULT_FORMATS, *GRAPH_FORMATS])})")
         raise typer.Exit(2)
-    if (sparql is None) == (file is None):
+    if (query is None) == (file is None):
         err.print("[red]error:[/red] give the query as an argument or with --file, not both")
         raise typer.Exit(2)
-    with _errors():
-        text = sparql if sparql is not None else Path(file or "").read_text(encoding="utf-8")
-    _run(store, base_iri, lambda s: _print_results(s.query(text), fmt))
+    values: dict[str, str] = {}
+    for item in param or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            err.print(f"[red]error:[/red] --param {item!r}: write NAME=VALUE")
+            raise typer.Exit(2)
+        values[name.strip()] = value
+    with _errors(usage=(QueryNotFoundError, InvalidValueError)):
+        if file is not None:
+            text = str(file) if file.suffix == ".rq" else file.read_text(encoding="utf-8")
+        else:
+            text = query or ""
+        if values and not looks_like_reference(text):
+            err.print("[red]error:[/red] --param needs a named query or a .rq file with '# param:' lines")
+            raise typer.Exit(2)
+        if looks_like_reference(text):
+            find_query(text).bind(values)  # an unknown query or a bad parameter is a usage error
+
+    def act(s: Store) -> None:
+        results = s.query(text, values)
+        graph = isinstance(results, ox.QueryTriples)
+        if fmt != "table" and (fmt in GRAPH_FORMATS) != graph:
+            del results  # an error's traceback would keep it, and with it the store, open
+            kinds = ", ".join(GRAPH_FORMATS) if graph else "table, " + ", ".join(RESULT_FORMATS)
+            what = "CONSTRUCT or DESCRIBE query gives a graph" if graph else "SELECT or ASK query gives results"
+            raise _fail([f"a {what}: use one of {kinds}, not {fmt!r}"], 2)
+        _print_results(results, fmt)
+
+    _run(store, base_iri, act)
+
+
+@app.command("queries")
+def queries_() -> None:
+    """List the named queries (queries/*.rq) with their parameters."""
+    table = Table("name", "title", "parameters")
+    for name, q in named_queries().items():
+        table.add_row(escape(name), escape(q.title), escape("; ".join(p.usage() for p in q.params) or "—"))
+    out.print(table)
 
 
 def _print_results(results: Any, fmt: str) -> None:
-    if isinstance(results, ox.QueryTriples):
-        rdf_fmt = ox.RdfFormat.N_TRIPLES if fmt != "table" else ox.RdfFormat.TURTLE
-        sys.stdout.write((ox.serialize(results, format=rdf_fmt) or b"").decode("utf-8"))
-        return
+    if fmt == "table" and isinstance(results, ox.QueryTriples):
+        fmt = "turtle"
     if fmt != "table":
-        f = {"json": ox.QueryResultsFormat.JSON, "csv": ox.QueryResultsFormat.CSV, "tsv": ox.QueryResultsFormat.TSV}[
-            fmt
-        ]
-        sys.stdout.write(results.serialize(format=f).decode("utf-8"))
-        if fmt == "json":
+        data = serialize_results(results, fmt, PREFIXES)
+        sys.stdout.write(data.decode("utf-8"))
+        if not data.endswith(b"\n"):
             sys.stdout.write("\n")
         return
     if isinstance(results, ox.QueryBoolean):

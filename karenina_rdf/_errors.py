@@ -6,7 +6,8 @@
     ├── CheckpointError (ValueError)        bad input: names file, JSON pointer, question id, rule
     ├── NotFoundError (LookupError)
     │   ├── BenchmarkNotFoundError          no benchmark matches the reference
-    │   └── QuestionNotFoundError (KeyError, ValueError)  no question with that id
+    │   ├── QuestionNotFoundError (KeyError, ValueError)  no question with that id
+    │   └── QueryNotFoundError              no named query or .rq file by that name
     ├── AmbiguousBenchmarkError (LookupError) a name matches several benchmarks
     ├── DuplicateQuestionError (ValueError)  a question id that already exists
     ├── InvalidValueError (ValueError)       an API argument Karenina would refuse
@@ -67,6 +68,10 @@ class QuestionNotFoundError(NotFoundError, KeyError, ValueError):
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
         return str(self.args[0]) if self.args else ""
+
+
+class QueryNotFoundError(NotFoundError):
+    """No named query (``queries/*.rq``) or query file by that name."""
 
 
 class AmbiguousBenchmarkError(KareninaRDFError, LookupError):

@@ -17,7 +17,7 @@ import re
 import tempfile
 import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -37,6 +37,7 @@ from ._errors import (
 from ._export import benchmark_json, item_json, write_json
 from ._graph import count_items, named, node_index, ordered_items, solutions, term_value
 from ._ids import graph_iri
+from ._queries import bind_values, find_query, looks_like_reference, python_term
 from ._shapes import ValidationResult
 from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, PREFIXES, SCHEMA
 
@@ -523,24 +524,36 @@ class Store:
         return summary
 
     # -- SPARQL ----------------------------------------------------------------------------
-    def query(self, sparql: str, *, benchmarks: Iterable[str] | None = None, **kwargs: Any) -> Any:
-        """Run a SPARQL query over the live benchmarks (their union is the default graph).
+    def query(
+        self,
+        query: str,
+        /,
+        params: Mapping[str, Any] | None = None,
+        *,
+        benchmarks: Iterable[str] | None = None,
+        **values: Any,
+    ) -> Any:
+        """Run a SPARQL query, a named query (``queries/*.rq``) or a ``.rq`` file over the live
+        benchmarks (their union plus the catalog is the default graph).
 
-        The ``schema:``, ``karenina:``, ``rdf:`` and ``xsd:`` prefixes are predeclared. Returns
-        pyoxigraph's ``QuerySolutions``, ``QueryBoolean`` or ``QueryTriples``.
+        Parameters come as keyword arguments or as the ``params`` mapping:
+        ``store.query("questions-by-keyword", keyword="genomics")``. They are bound as RDF
+        terms (see :mod:`karenina_rdf._queries`), typed by the query's ``# param:`` lines, or
+        by their Python type for plain SPARQL. The ``schema:``, ``karenina:``, ``rdf:`` and
+        ``xsd:`` prefixes are predeclared. Returns pyoxigraph's ``QuerySolutions``,
+        ``QueryBoolean`` or ``QueryTriples``.
         """
+        bindings = {**(params or {}), **values}
+        if looks_like_reference(query):
+            sparql = find_query(query).bind(bindings)
+        else:
+            sparql = bind_values(query, {k: python_term(v) for k, v in bindings.items()})
         live = self._live()
         graphs = [live[self.resolve(b)] for b in benchmarks] if benchmarks is not None else list(live.values())
         graphs.append(CATALOG_GRAPH)
         targets: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = list(graphs)
         names: list[ox.NamedNode | ox.BlankNode] = list(graphs)
-        return self._ox.query(
-            sparql,
-            prefixes=dict(PREFIXES),
-            default_graph=targets,
-            named_graphs=names,
-            **kwargs,
-        )
+        return self._ox.query(sparql, prefixes=dict(PREFIXES), default_graph=targets, named_graphs=names)
 
     def update_graph(self, sparql_update: str) -> None:
         """Run a SPARQL update on the store. The stored benchmarks may no longer match the files

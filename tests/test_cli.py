@@ -83,7 +83,7 @@ def test_export_and_delete(store_dir: str, tmp_path: Path) -> None:
     [
         (["show", "nope"], 1, "no benchmark with id, IRI or name 'nope'"),
         (["query", "SELECT nonsense"], 1, "error"),
-        (["query", "SELECT * WHERE {}", "--format", "xml"], 2, "unknown --format 'xml'"),
+        (["query", "SELECT * WHERE {}", "--format", "yaml"], 2, "unknown --format 'yaml'"),
         (["export", "nope"], 1, "no benchmark"),
         (["import", "/no/such/file.jsonld"], 1, "no such file or folder"),
     ],
