@@ -23,6 +23,7 @@ from rich.table import Table
 from ._benchmark import Benchmark
 from ._errors import CheckpointError, InvalidValueError, KareninaRDFError, QueryNotFoundError
 from ._queries import GRAPH_FORMATS, RESULT_FORMATS, find_query, looks_like_reference, named_queries, serialize_results
+from ._remote import is_url
 from ._store import BASE_IRI_ENV, STORE_ENV, Store, checkpoint_files, default_store_path
 from ._vocab import PREFIXES
 
@@ -44,7 +45,8 @@ StoreOpt = Annotated[
         "--store",
         "-s",
         envvar=STORE_ENV,
-        help="Store folder (':memory:' for a throwaway store).",
+        help="Store folder (':memory:' for a throwaway store), or a SPARQL server's URL: "
+        "http://host:7878 (Oxigraph server), http://host:8890/sparql (Virtuoso).",
         show_default=".karenina-rdf",
     ),
 ]
@@ -59,7 +61,9 @@ BaseOpt = Annotated[
 def _open(store: str | None, base_iri: str | None) -> Store:
     if store == ":memory:":
         return Store(None, base_iri=base_iri)
-    return Store(Path(store) if store else default_store_path(), base_iri=base_iri)
+    location = store or str(default_store_path())
+    # A URL is a SPARQL server (Oxigraph server: http://host:7878, Virtuoso: http://host:8890/sparql).
+    return Store(location if is_url(location) else Path(location), base_iri=base_iri)
 
 
 def _fail(lines: list[str], code: int = 1) -> typer.Exit:

@@ -109,6 +109,8 @@ _KNOWN_PARAMS = {
     "group",
     "defaultValue",
 }
+# Constraints whose SPARQL form cannot raise an error (EXISTS, or combinations of wrapped parts).
+_ERROR_FREE = frozenset({"class", "not", "node", "or", "and", "xone"})
 _COMPONENT = {
     "class": "ClassConstraintComponent",
     "datatype": "DatatypeConstraintComponent",
@@ -349,9 +351,25 @@ def _path_sparql(path: PathIR) -> str:
 class _Compiler:
     """Turns shapes into SPARQL; ``subclass`` says whether sh:class follows rdfs:subClassOf."""
 
-    def __init__(self, subclass: bool) -> None:
+    def __init__(self, subclass: bool, portable: bool = False) -> None:
         self.subclass = subclass
+        self.portable = portable
         self._n = 0
+
+    def same(self, x: str, term: Node) -> str:
+        """``x`` is the RDF term ``term``. pyoxigraph compares encoded terms (sameTerm, no
+        decoding); Virtuoso's sameTerm is false for equal strings, so a server gets an exact
+        comparison of kind, datatype or language, and lexical form."""
+        if not self.portable:
+            return f"sameTerm({x}, {_term(term)})"
+        if isinstance(term, ox.NamedNode):
+            return f"(isIRI({x}) && STR({x}) = {ox.Literal(term.value)})"
+        if isinstance(term, ox.Literal):
+            lex = ox.Literal(term.value)
+            if term.language:
+                return f"(isLiteral({x}) && LANG({x}) = {ox.Literal(term.language)} && STR({x}) = {lex})"
+            return f"(isLiteral({x}) && DATATYPE({x}) = <{term.datatype.value}> && STR({x}) = {lex})"
+        raise UnsupportedShape(f"unexpected term {term!r}")
 
     def reset(self) -> None:
         """Start a new top-level expression (variables need only be unique inside one)."""
@@ -366,6 +384,10 @@ class _Compiler:
 
     def value_expr(self, c: Constraint, x: str, shape: Shape) -> str:
         """A SPARQL boolean, never an error: does value node ``x`` satisfy ``c``?"""
+        if c.param in _ERROR_FREE:
+            # Built of EXISTS and of expressions already wrapped: no error to catch. Leaving out
+            # the COALESCE also keeps Virtuoso, which refuses EXISTS inside COALESCE, working.
+            return self._value_expr(c, x, shape)
         return f"COALESCE({self._value_expr(c, x, shape)}, false)"
 
     def _value_expr(self, c: Constraint, x: str, shape: Shape) -> str:
@@ -404,7 +426,7 @@ class _Compiler:
         if p == "in":
             if not c.values:
                 return "false"
-            return "(" + " || ".join(f"sameTerm({x}, {_term(t)})" for t in c.values) + ")"
+            return "(" + " || ".join(self.same(x, t) for t in c.values) + ")"
         if p in ("minLength", "maxLength"):
             op = ">=" if p == "minLength" else "<="
             return f"(STRLEN(STR({x})) {op} {int(_text(v))})"  # STR fails on a blank node
@@ -441,7 +463,7 @@ class _Compiler:
             parts += [self.conforms(ps, x) for ps in shape.properties]
             for c in shape.constraints:
                 if c.param == "hasValue":
-                    parts.append(f"sameTerm({x}, {_term(c.values[0])})")
+                    parts.append(self.same(x, c.values[0]))
                 elif c.param in ("minCount", "maxCount", "lessThan"):
                     raise UnsupportedShape(f"sh:{c.param} on a node shape")
         else:
@@ -462,7 +484,7 @@ class _Compiler:
             for c in shape.constraints:
                 if c.param == "hasValue":
                     w = self.var()
-                    parts.append(f"EXISTS {{ {x} {path} {w} FILTER(sameTerm({w}, {_term(c.values[0])})) }}")
+                    parts.append(f"EXISTS {{ {x} {path} {w} FILTER({self.same(w, c.values[0])}) }}")
                 elif c.param == "lessThan":
                     w, u = self.var(), self.var()
                     parts.append(
@@ -512,7 +534,9 @@ class _Run:
     def __init__(self, store: ox.Store, graph: ox.NamedNode | ox.DefaultGraph, subclass: bool) -> None:
         self.store = store
         self.graph = graph
-        self.c = _Compiler(subclass)
+        # A SPARQL server rather than pyoxigraph: no EXISTS inside BIND (Virtuoso refuses it).
+        self.portable = not isinstance(store, ox.Store)
+        self.c = _Compiler(subclass, self.portable)
         self.results: list[ValidationResult] = []
         self._focus_sets: dict[str, set[object]] = {}
         # path -> ordered distinct check expressions on its values (?v), subject ?f
@@ -578,7 +602,11 @@ class _Run:
         for path, exprs in self._checks.items():
             # Most paths have no failing value: a count says so before the focus join is paid.
             count = f"SELECT (COUNT(*) AS ?n) (0 AS ?m) WHERE {{ ?f {path} ?v . FILTER(!({' && '.join(exprs)})) }}"
-            self._gates[self._check_query(path)] = count
+            if self.portable:
+                for index in range(len(exprs)):
+                    self._gates[self._check_query_one(path, index)] = count
+            else:
+                self._gates[self._check_query(path)] = count
         gates = sorted(set(self._gates.values()))
         pending = [q for q, rows in self._queries.items() if not rows]
         self._run_all(pending + gates, workers)
@@ -634,17 +662,40 @@ class _Run:
             pairs.append((index, member))
 
         def handle() -> None:
+            if self.portable:
+                for r in self.rows(self._check_query_one(path, index)):
+                    if _text(r["j"]) == str(member):
+                        self.add(shape, param, r["f"], r["v"])
+                return
             for r in self.rows(self._check_query(path)):
                 if _text(r["j"]) == str(member) and _text(r[f"ok{index}"]) != "true":
                     self.add(shape, param, r["f"], r["v"])
 
         self._handlers.append(handle)
 
+    def _check_query_one(self, path: str, index: int) -> str:
+        """One check of a path on its own, without BIND: the portable form of
+        :meth:`_check_query`, for servers (Virtuoso) that refuse EXISTS inside BIND."""
+        expr = self._checks[path][index]
+        foci = self._check_focus[path]
+        members = [j for i, j in self._check_pairs[path] if i == index]
+        union = " UNION ".join(f"{{ {foci[j]} BIND({j} AS ?j) }}" for j in members)
+        return (
+            f"SELECT ?f ?v ?j WHERE {{ {{ SELECT DISTINCT ?f ?v WHERE {{ ?f {path} ?v . "
+            f"FILTER(!({expr})) }} }} {{ {union} }} }}"
+        )
+
     def _validate_small(self, shape: Shape, path: str, focus: Callable[[str], str]) -> None:
         """The path constraints of ``shape`` as queries that start from its few focus nodes."""
         c = self.c
         others = [k for k in shape.value_constraints() if k.param != "class"]
-        if others:
+        if others and self.portable:
+            for k in others:
+                c.reset()
+                expr = c.value_expr(k, "?v", shape)
+                q = f"SELECT DISTINCT ?f ?v WHERE {{ {focus('?f')} ?f {path} ?v . FILTER(!({expr})) }}"
+                self._simple(shape, k.param, q, "v")
+        elif others:
             exprs = []
             for k in others:
                 c.reset()
@@ -730,7 +781,7 @@ class _Run:
                 self._simple(shape, k.param, q, "f")
             for k in shape.constraints:
                 if k.param == "hasValue":
-                    q = f"SELECT DISTINCT ?f WHERE {{ {focus('?f')} FILTER(!sameTerm(?f, {_term(k.values[0])})) }}"
+                    q = f"SELECT DISTINCT ?f WHERE {{ {focus('?f')} FILTER(!{c.same('?f', k.values[0])}) }}"
                     self._simple(shape, "hasValue", q, "f")
             for k in direct_class:
                 q = f"SELECT DISTINCT ?f WHERE {{ {focus('?f')} MINUS {{ ?f {c.type_path()} {_term(k.values[0])} }} }}"
@@ -776,7 +827,7 @@ class _Run:
             if k.param == "hasValue":
                 q = (
                     f"SELECT DISTINCT ?f WHERE {{ {focus('?f')} MINUS "
-                    f"{{ ?f {path} ?v FILTER(sameTerm(?v, {_term(k.values[0])})) }} }}"
+                    f"{{ ?f {path} ?v FILTER({self.c.same('?v', k.values[0])}) }} }}"
                 )
                 self._simple(shape, "hasValue", q, None)
             elif k.param == "lessThan":

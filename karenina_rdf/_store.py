@@ -19,7 +19,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
@@ -38,6 +38,7 @@ from ._export import benchmark_json, item_json, write_json
 from ._graph import count_items, named, node_index, ordered_items, solutions, term_value
 from ._ids import graph_iri
 from ._queries import bind_values, find_query, looks_like_reference, python_term
+from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
 from ._shapes import ValidationResult
 from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, PREFIXES, SCHEMA
 
@@ -48,6 +49,8 @@ DEFAULT_STORE_PATH = ".karenina-rdf"
 _SMALL = 50_000
 _DELETE_BATCH = 20_000
 _CHUNK = 250_000
+# A generation graph's IRI after '{base}benchmarks/' (docs/data-model.md §2).
+_GENERATION = re.compile(r"[^/]+/graph/[0-9a-f]{16}$")
 _GRAPH = KARENINA + "graph"
 _HASH = KARENINA + "contentHash"
 _SOURCE = KARENINA + "importedFrom"
@@ -56,6 +59,7 @@ _FILE_HASH = KARENINA + "sourceSha256"
 _COUNT = KARENINA + "tripleCount"
 _STORE_NODE = "urn:karenina-rdf:store"
 _BASE = KARENINA + "baseIri"
+_PENDING = KARENINA + "pendingGraph"  # on the store node: a graph being loaded, not yet published
 
 
 class ImportResult(BaseModel):
@@ -136,11 +140,21 @@ def checkpoint_files(paths: Iterable[str | Path]) -> Iterator[Path]:
 class Store:
     """A karenina-rdf store: on disk at ``path`` (created if missing), or in memory when ``path`` is None."""
 
-    def __init__(self, path: str | Path | None = None, *, base_iri: str | None = None) -> None:
-        self.path = Path(path) if path is not None else None
+    def __init__(
+        self, path: str | Path | None = None, *, base_iri: str | None = None, remote: RemoteStore | None = None
+    ) -> None:
+        # A URL (http://host:7878 for an Oxigraph server, …/sparql for Virtuoso) is a SPARQL
+        # server (see _remote.py); anything else a folder, or None for memory.
+        if remote is None and isinstance(path, str) and is_url(path):
+            remote = RemoteStore.from_url(path)
+        self.remote = remote
+        self.path = Path(path) if path is not None and remote is None else None
+        self.location = remote.query_url if remote is not None else (str(self.path) if self.path else ":memory:")
         requested = normalise_base_iri(base_iri) if base_iri else None
         try:
-            if self.path is None:
+            if remote is not None:
+                self._ox = cast(ox.Store, remote)  # the same calls, answered over HTTP
+            elif self.path is None:
                 self._ox = ox.Store()
             else:
                 self.path.mkdir(parents=True, exist_ok=True)
@@ -170,14 +184,33 @@ class Store:
     def memory(cls, *, base_iri: str | None = None) -> Store:
         return cls(None, base_iri=base_iri)
 
+    @classmethod
+    def connect(
+        cls,
+        query_url: str,
+        update_url: str | None = None,
+        gsp_url: str | None = None,
+        *,
+        base_iri: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        auth: tuple[str, str] | None = None,
+    ) -> Store:
+        """A store on a SPARQL 1.1 server, given its query and update endpoints (one URL for
+        both if ``update_url`` is None) and its Graph Store Protocol endpoint, if it has one."""
+        return cls(base_iri=base_iri, remote=RemoteStore(query_url, update_url, gsp_url, timeout=timeout, auth=auth))
+
     @property
     def oxigraph(self) -> ox.Store:
         """The underlying pyoxigraph store (for tools that need it directly)."""
         return self._ox
 
     def close(self) -> None:
+        if not hasattr(self, "_ox"):
+            return  # closed already
         if self.path is not None:
             self._ox.flush()
+        if self.remote is not None:
+            self.remote.close()
         del self._ox
 
     def __enter__(self) -> Store:
@@ -207,12 +240,25 @@ class Store:
         return None
 
     def _remove_orphans(self) -> None:
+        """Drop generation graphs an interrupted import or delete left behind: those marked as
+        being loaded, and (embedded, where listing graphs is cheap) any unpublished generation
+        graph. Never another graph: a server may hold other people's data."""
         live = set(self._live().values())
-        for g in list(self._ox.named_graphs()):
-            if isinstance(g, ox.NamedNode) and g != CATALOG_GRAPH and g not in live:
-                self._drop_graph(g)
+        marker = (ox.NamedNode(_STORE_NODE), ox.NamedNode(_PENDING))
+        pending = [q.object for q in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH)]
+        prefix = self.base_iri + "benchmarks/"
+        listed = [] if self.remote is not None else list(self._ox.named_graphs())
+        for g in dict.fromkeys([*pending, *listed]):
+            name = g.value if isinstance(g, ox.NamedNode) else ""
+            if name.startswith(prefix) and _GENERATION.match(name, len(prefix)) and g not in live:
+                self._drop_graph(cast(ox.NamedNode, g))
+        for g in pending:
+            self._pending(cast(ox.NamedNode, g), False)
 
     def _drop_graph(self, graph: ox.NamedNode) -> None:
+        if self.remote is not None:
+            self.remote.drop_graph(graph)  # one DROP on a server; pyoxigraph's removal is slow
+            return
         # Removing quads is slow in pyoxigraph; batches keep each transaction small
         # (docs/performance.md). Callers unlink the graph from the catalog first.
         quads = self._ox.quads_for_pattern(None, None, None, graph)
@@ -329,6 +375,25 @@ class Store:
         # A fresh generation graph, unreferenced until the catalog points at it: chunks can be
         # bulk-loaded by a second thread while the rest is still being mapped.
         graph = ox.NamedNode(graph_iri(bench or "urn:x", uuid.uuid4().hex[:16]))
+        self._pending(graph, True)  # a crash from here on leaves a marker for the next open
+        try:
+            return self._import_into(graph, doc, label, old_graph, file_hash, validate)
+        finally:
+            self._pending(graph, False)
+
+    def _pending(self, graph: ox.NamedNode, on: bool) -> None:
+        fact = f"GRAPH {CATALOG_GRAPH} {{ <{_STORE_NODE}> <{_PENDING}> {graph} }}"
+        self._ox.update(f"INSERT DATA {{ {fact} }}" if on else f"DELETE DATA {{ {fact} }}")
+
+    def _import_into(
+        self,
+        graph: ox.NamedNode,
+        doc: Any,
+        label: str | None,
+        old_graph: ox.NamedNode | None,
+        file_hash: str | None,
+        validate: bool,
+    ) -> ImportResult:
         loader = _Loader(self._ox, graph)
         with tempfile.TemporaryDirectory(prefix=".import-", dir=self.path) as tmpdir:
             chunks = _Chunks(Path(tmpdir), _CHUNK, loader.submit)

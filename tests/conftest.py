@@ -65,3 +65,63 @@ def disk_store(tmp_path: Path) -> Iterator[Store]:
     s = Store(tmp_path / "store")
     yield s
     s.close()
+
+
+# -- SPARQL servers ------------------------------------------------------------------------------
+
+BACKENDS = ["embedded", "oxigraph", "virtuoso"]
+
+
+@pytest.fixture(scope="session")
+def sparql_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
+    """The servers, started once per session on first use and stopped at the end."""
+    from .servers import Server
+
+    started: dict[str, Server] = {}
+    yield {"started": started, "root": tmp_path_factory.mktemp("servers")}
+    for server in started.values():
+        server.stop()
+
+
+def server_url(sparql_servers: dict[str, Any], name: str) -> str:
+    from .servers import oxigraph_binary, start_oxigraph, start_virtuoso, virtuoso_binary
+
+    started = sparql_servers["started"]
+    if name not in started:
+        if name == "oxigraph" and oxigraph_binary() is None:
+            pytest.skip("`oxigraph` (pip package oxigraph) is not installed; .ci/run installs it")
+        if name == "virtuoso" and virtuoso_binary() is None:
+            pytest.skip("`virtuoso-t` (Debian virtuoso-opensource) is not installed; .ci/run installs it")
+        folder = sparql_servers["root"] / name
+        folder.mkdir()
+        started[name] = (start_oxigraph if name == "oxigraph" else start_virtuoso)(folder)
+    return str(started[name].url)
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest, sparql_servers: dict[str, Any]) -> Iterator[tuple[str, Store]]:
+    """(location, an empty store) on each backend: embedded on disk, Oxigraph server, Virtuoso."""
+    name = str(request.param)
+    if name == "embedded":
+        path = request.getfixturevalue("tmp_path") / "store"
+        s = Store(path)
+        yield str(path), s
+        s.close()
+        return
+    url = server_url(sparql_servers, name)
+    s = Store(url)
+    try:
+        yield url, s
+    finally:
+        _empty(s)
+        s.close()
+
+
+def _empty(s: Store) -> None:
+    """Drop what the store made on a server that outlives the test: its graphs and the catalog."""
+    from karenina_rdf._vocab import CATALOG_GRAPH
+
+    assert s.remote is not None
+    for g in list(s.remote.named_graphs(s.base_iri)):
+        s.remote.drop_graph(g)
+    s.remote.drop_graph(CATALOG_GRAPH)

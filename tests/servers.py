@@ -1,0 +1,142 @@
+"""Real SPARQL servers for the tests: Oxigraph server and Virtuoso, started on 127.0.0.1 on free
+ports in a temporary folder, and stopped after. A server that is not installed is a skip with
+the reason (`.ci/run` installs both)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Server:
+    name: str
+    url: str  # what `--store` takes
+    process: subprocess.Popen[bytes]
+    log: Path
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+
+
+def _wait(url: str, process: subprocess.Popen[bytes], log: Path, seconds: float = 60) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"server exited with {process.returncode}: {log.read_text(errors='replace')[-2000:]}")
+        try:
+            if httpx.get(url, params={"query": "ASK {}"}, timeout=2).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.3)
+    process.kill()
+    raise RuntimeError(f"server at {url} did not start within {seconds} s: {log.read_text(errors='replace')[-2000:]}")
+
+
+def oxigraph_binary() -> str | None:
+    return shutil.which("oxigraph")
+
+
+def virtuoso_binary() -> str | None:
+    return shutil.which("virtuoso-t")
+
+
+def start_oxigraph(folder: Path) -> Server:
+    binary = oxigraph_binary()
+    assert binary is not None
+    port = free_port()
+    log = folder / "oxigraph.log"
+    process = subprocess.Popen(
+        [binary, "serve", "--location", str(folder / "data"), "--bind", f"127.0.0.1:{port}"],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}"
+    _wait(f"{base}/query", process, log)
+    return Server("oxigraph", base, process, log)
+
+
+_VIRTUOSO_INI = """\
+[Database]
+DatabaseFile = {d}/virtuoso.db
+ErrorLogFile = {d}/virtuoso.log
+TransactionFile = {d}/virtuoso.trx
+xa_persistent_file = {d}/virtuoso.pxa
+FileExtend = 200
+Striping = 0
+TempStorage = TempDatabase
+
+[TempDatabase]
+DatabaseFile = {d}/virtuoso-temp.db
+TransactionFile = {d}/virtuoso-temp.trx
+Striping = 0
+
+[Parameters]
+ServerPort = 127.0.0.1:{sql}
+DirsAllowed = ., {d}
+NumberOfBuffers = 100000
+MaxDirtyBuffers = 75000
+CheckpointInterval = 60
+ResultSetMaxRows = 1000000
+MaxQueryExecutionTime = 0
+MaxQueryCostEstimationTime = 0
+
+[HTTPServer]
+ServerPort = 127.0.0.1:{http}
+ServerRoot = {d}
+MaxClientConnections = 8
+ServerThreads = 8
+
+[SPARQL]
+ResultSetMaxRows = 1000000
+MaxQueryExecutionTime = 0
+MaxQueryCostEstimationTime = 0
+"""
+
+
+def start_virtuoso(folder: Path) -> Server:
+    binary = virtuoso_binary()
+    assert binary is not None
+    sql, http = free_port(), free_port()
+    (folder / "virtuoso.ini").write_text(_VIRTUOSO_INI.format(d=folder, sql=sql, http=http), encoding="utf-8")
+    log = folder / "stdout.log"
+    process = subprocess.Popen(
+        [binary, "-f", "-c", str(folder / "virtuoso.ini")],
+        stdout=log.open("wb"),
+        stderr=subprocess.STDOUT,
+        cwd=folder,
+        env={**os.environ},
+    )
+    url = f"http://127.0.0.1:{http}/sparql"
+    _wait(url, process, log)
+    # SPARQL updates over HTTP run as the SPARQL user, who may not write until granted.
+    isql = shutil.which("isql-vt") or shutil.which("isql")
+    assert isql is not None, "Virtuoso's isql is not installed"
+    subprocess.run(
+        [isql, f"127.0.0.1:{sql}", "dba", "dba", 'exec=GRANT SPARQL_UPDATE TO "SPARQL";'],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    return Server("virtuoso", url, process, log)
