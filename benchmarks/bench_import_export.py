@@ -68,17 +68,17 @@ def run_step(step: str, src: Path, work: Path, ref: str = "") -> dict[str, Any]:
 
 def idle_mb() -> float:
     """Peak RSS of a child that only imports the libraries: the floor under every figure."""
-    code = ("import resource, pyoxigraph, rdflib, karenina_rdf; "
-            "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)")
-    return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
-                                text=True).stdout)
+    code = (
+        "import resource, pyoxigraph, rdflib, karenina_rdf; "
+        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)"
+    )
+    return float(subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout)
 
 
 def bench_size(n: int, root: Path, rdflib_max: int) -> list[str]:
     src = root / f"bench-{n}.jsonld"
     # Generated in a child too, so the generator's memory never sits in this process.
-    subprocess.run([sys.executable, str(HERE / "generate.py"), str(n), str(src)], check=True,
-                   capture_output=True)
+    subprocess.run([sys.executable, str(HERE / "generate.py"), str(n), str(src)], check=True, capture_output=True)
     mb_in = src.stat().st_size / 2**20
     raw = run_step("raw", src, root / f"raw-{n}")
     shutil.rmtree(root / f"raw-{n}")  # free the disk before the next step writes its own store
@@ -96,21 +96,22 @@ def bench_size(n: int, root: Path, rdflib_max: int) -> list[str]:
     def row(name: str, r: dict[str, Any] | None, base: dict[str, Any], note: str = "") -> str:
         if r is None:
             return f"| {name} | skipped (see flag --rdflib-max) | | | |"
-        return (f"| {name} | {r['s']:.2f} | {r['mb']:.0f} | {r['s'] / base['s']:.2f}× | "
-                f"{note} |")
+        return f"| {name} | {r['s']:.2f} | {r['mb']:.0f} | {r['s'] / base['s']:.2f}× | {note} |"
 
     return [
-        f"### N = {n:,} questions ({mb_in:.1f} MB JSON-LD, {imp['n']:,} triples ours, "
-        f"{raw['n']:,} quads raw)",
+        f"### N = {n:,} questions ({mb_in:.1f} MB JSON-LD, {imp['n']:,} triples ours, {raw['n']:,} quads raw)",
         "",
         "| step | seconds | peak MB | × raw bulk_load | note |",
         "|---|---:|---:|---:|---|",
         row("pyoxigraph `bulk_load` (raw baseline)", raw, raw),
         row("rdflib `Graph.parse`", rdf, raw, f"{rdf['n']:,} triples" if rdf else ""),
         row("karenina-rdf `import_checkpoint`", imp, raw),
-        row("karenina-rdf `save` (export)", exp, raw,
-            f"{exp['s'] / imp['s']:.2f}× our import; "
-            f"{'byte-identical to' if same else 'DIFFERS from'} input"),
+        row(
+            "karenina-rdf `save` (export)",
+            exp,
+            raw,
+            f"{exp['s'] / imp['s']:.2f}× our import; {'byte-identical to' if same else 'DIFFERS from'} input",
+        ),
         row("karenina-rdf `delete`", dele, raw, f"{dele['s'] / imp['s']:.2f}× our import"),
         "",
         # The issue's targets (stated for 100k; shown at every size to see the trend).
@@ -132,19 +133,26 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(_child(step, src, work, ref)))
         return 0
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--sizes", default="1000,10000,100000",
-                        help="comma-separated question counts (default: %(default)s)")
-    parser.add_argument("--workdir", type=Path, default=None,
-                        help="where inputs and stores go (default: a temporary directory)")
-    parser.add_argument("--rdflib-max", type=int, default=10_000,
-                        help="skip rdflib above this many questions; it is slow "
-                             "(default: %(default)s)")
+    parser.add_argument(
+        "--sizes", default="1000,10000,100000", help="comma-separated question counts (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--workdir", type=Path, default=None, help="where inputs and stores go (default: a temporary directory)"
+    )
+    parser.add_argument(
+        "--rdflib-max",
+        type=int,
+        default=10_000,
+        help="skip rdflib above this many questions; it is slow (default: %(default)s)",
+    )
     args = parser.parse_args(args_in)
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     root = Path(tempfile.mkdtemp(prefix="bench-ie-", dir=args.workdir))
     try:
-        print(f"Python {sys.version.split()[0]}; idle child (interpreter + libraries) peak "
-              f"{idle_mb():.0f} MB, included in every peak below\n")
+        print(
+            f"Python {sys.version.split()[0]}; idle child (interpreter + libraries) peak "
+            f"{idle_mb():.0f} MB, included in every peak below\n"
+        )
         for n in sizes:
             print("\n".join(bench_size(n, root, args.rdflib_max)), flush=True)
     finally:

@@ -32,7 +32,10 @@ import pyoxigraph as ox
 from ._errors import StoreError
 
 DEFAULT_TIMEOUT = 300.0  # seconds for one request; a 100k-question graph takes a while to load
-_INSERT_BATCH = 5_000  # triples per INSERT DATA when there is no Graph Store Protocol
+# One INSERT DATA, when there is no Graph Store Protocol: at most this many triples and bytes
+# (Virtuoso's SPARQL compiler runs out of memory on 5,000 triples of template text).
+_INSERT_BATCH = 1_000
+_INSERT_BYTES = 256 * 1024
 _NT = "application/n-triples"
 _JSON = "application/sparql-results+json"
 
@@ -179,10 +182,16 @@ class RemoteStore:
                 headers={"Content-Type": _NT},
             )
             return
-        lines = data.decode("utf-8").splitlines()
-        for start in range(0, len(lines), _INSERT_BATCH):
-            body = "\n".join(lines[start : start + _INSERT_BATCH])
-            self.update(f"INSERT DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
+        batch: list[str] = []
+        size = 0
+        for line in data.decode("utf-8").splitlines():
+            batch.append(line)
+            size += len(line)
+            if len(batch) >= _INSERT_BATCH or size >= _INSERT_BYTES:
+                self.update(f"INSERT DATA {{ GRAPH {graph} {{\n{chr(10).join(batch)}\n}} }}")
+                batch, size = [], 0
+        if batch:
+            self.update(f"INSERT DATA {{ GRAPH {graph} {{\n{chr(10).join(batch)}\n}} }}")
 
     def flush(self) -> None:
         """Nothing to do: the server persists each request."""

@@ -584,8 +584,11 @@ class Store:
     def delete(self, ref: str) -> BenchmarkSummary:
         bench, graph = self.graph_of(ref)
         summary = self._summary(bench, graph)
+        # Marked while it is being dropped (slowly, in batches): queries must not see it.
+        self._pending(graph, True)
         self._ox.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> ?p ?o }} }}")
         self._drop_graph(graph)
+        self._pending(graph, False)
         return summary
 
     # -- SPARQL ----------------------------------------------------------------------------
@@ -613,12 +616,21 @@ class Store:
             sparql = find_query(query).bind(bindings)
         else:
             sparql = bind_values(query, {k: python_term(v) for k, v in bindings.items()})
+        if benchmarks is None and self.remote is None and not self._busy():
+            # Every named graph is then a live generation or the catalog, and pyoxigraph joins
+            # over its union default graph 3-4× faster than over a list of graphs (measured).
+            return self._ox.query(sparql, prefixes=dict(PREFIXES), use_default_graph_as_union=True)
         live = self._live()
         graphs = [live[self.resolve(b)] for b in benchmarks] if benchmarks is not None else list(live.values())
         graphs.append(CATALOG_GRAPH)
         targets: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = list(graphs)
         names: list[ox.NamedNode | ox.BlankNode] = list(graphs)
         return self._ox.query(sparql, prefixes=dict(PREFIXES), default_graph=targets, named_graphs=names)
+
+    def _busy(self) -> bool:
+        """Whether a graph is being loaded or dropped (it must stay out of queries)."""
+        marker = (ox.NamedNode(_STORE_NODE), ox.NamedNode(_PENDING))
+        return any(True for _ in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH))
 
     def update_graph(self, sparql_update: str) -> None:
         """Run a SPARQL update on the store. The stored benchmarks may no longer match the files

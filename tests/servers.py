@@ -9,6 +9,7 @@ import shutil
 import signal
 import socket
 import subprocess
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -55,7 +56,9 @@ def _wait(url: str, process: subprocess.Popen[bytes], log: Path, seconds: float 
 
 
 def oxigraph_binary() -> str | None:
-    return shutil.which("oxigraph")
+    # The pip package puts it beside the interpreter, which need not be on PATH (CI's .venv).
+    beside = Path(sys.executable).parent / "oxigraph"
+    return str(beside) if beside.is_file() else shutil.which("oxigraph")
 
 
 def virtuoso_binary() -> str | None:

@@ -51,3 +51,13 @@ def test_api_example_runs() -> None:
     )
     assert r.returncode == 0, r.stderr
     assert "shared: 'What is the primary molecular target of imatinib?' in 2 benchmarks" in r.stdout
+
+
+def test_queries_tour_runs() -> None:
+    r = subprocess.run(
+        [sys.executable, "examples/queries_tour.py"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert r.returncode == 0, r.stderr
+    assert "Molecular biology examples: 4 of 5 finished" in r.stdout
+    assert "same text: 'What is the primary molecular target of imatinib?'" in r.stdout
+    assert "Molecular biology examples: completeness" in r.stdout

@@ -80,7 +80,7 @@ CASES: list[tuple[str, dict[str, Any], str, list[Any]]] = [
     ("search", {"phrase": "KINASE"}, "found_in", ["answer", "answer", "answer"]),
     ("search", {"phrase": "losartan"}, "found_in", ["question"]),
     ("questions-per-benchmark", {}, "questions", ["4", "5", "4", "3"]),
-    ("questions-per-benchmark", {}, "finished", ["3", "4", "3", "3"]),
+    ("benchmark-summary", {}, "finished", ["3", "4", "3", "3"]),
     ("same-question", {}, "question", [IMATINIB, IMATINIB]),
     ("same-question", {}, "match", ["same id", "same text"]),
     ("near-duplicates", {}, "questions", ["2"]),

@@ -17,8 +17,11 @@ from karenina_rdf import (
     Store,
     StoreError,
 )
+from karenina_rdf._vocab import SCHEMA
 
 from .conftest import CORPUS, EXAMPLES, NOT_CHECKPOINTS, corpus_params, load_json, needs_corpus
+
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 
 
 def _all_quads(store: Store) -> set[ox.Quad]:
@@ -361,3 +364,16 @@ def test_raw_updates_forget_content_hashes(store: Store) -> None:
     assert store.summary(iri).name == "hacked"
     assert store.import_checkpoint(EXAMPLES / "pharmacology.jsonld").status == "replaced"
     assert store.summary(iri).name == "Pharmacology examples"
+
+
+def test_queries_do_not_see_a_graph_being_loaded(store: Store) -> None:
+    r = store.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
+    count = "SELECT (COUNT(?q) AS ?n) WHERE { ?q a schema:Question }"
+    assert int(next(iter(store.query(count)))["n"].value) == 4
+    # What an import in progress looks like: a marked generation graph the catalog does not name.
+    loading = ox.NamedNode(r.iri + "/graph/00000000000000aa")
+    question = ox.NamedNode(r.iri + "/questions/x")
+    store.oxigraph.add(ox.Quad(question, ox.NamedNode(RDF_TYPE), ox.NamedNode(SCHEMA + "Question"), loading))
+    store._pending(loading, True)
+    assert int(next(iter(store.query(count)))["n"].value) == 4
+    store._pending(loading, False)

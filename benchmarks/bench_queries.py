@@ -1,0 +1,170 @@
+"""Named-query benchmark: every query of queries/ on the embedded store, on Oxigraph server and on
+Virtuoso, side by side in one run, with rdflib's SPARQL engine over the same triples as baseline.
+
+The store holds one generated benchmark of N questions plus the three example benchmarks (so a
+keyword such as "genomics" is a selective lookup across benchmarks, and "rare disease" a frequent
+one). Each query runs once to warm up, then ``--repeat`` times; the table gives the median (p50)
+in milliseconds and its ratio to the embedded store. Servers are started on 127.0.0.1 on free
+ports in a temporary folder (tests/servers.py) and stopped at the end.
+
+    python benchmarks/bench_queries.py [--sizes 10000,100000] [--servers oxigraph,virtuoso] [--rdflib-max 10000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(ROOT))
+
+from karenina_rdf import Store  # noqa: E402
+from karenina_rdf._queries import find_query  # noqa: E402
+from karenina_rdf._vocab import PREFIXES  # noqa: E402
+
+# (label, query, parameters)
+CASES: list[tuple[str, str, dict[str, str]]] = [
+    ("keyword lookup, selective", "questions-by-keyword", {"keyword": "genomics"}),
+    ("keyword lookup, frequent", "questions-by-keyword", {"keyword": "rare disease"}),
+    ("full-text search", "search", {"phrase": "kinase"}),
+    ("questions per benchmark", "questions-per-benchmark", {}),
+    ("same question", "same-question", {}),
+    ("near-duplicates", "near-duplicates", {}),
+    ("unfinished questions", "unfinished-questions", {}),
+    ("questions without template", "questions-without-template", {}),
+    ("evaluation modes", "evaluation-modes", {}),
+    ("traits by kind", "traits-by-kind", {}),
+    ("benchmarks by author", "benchmarks-by-author", {"author": "karenina"}),
+    ("benchmarks by property", "benchmarks-by-property", {"property": "domain"}),
+    ("benchmark summary", "benchmark-summary", {}),
+]
+TARGETS_MS = {"keyword lookup, selective": 20.0, "questions per benchmark": 500.0}  # embedded, 100k
+
+
+def _time(run: Callable[[], int], repeat: int) -> tuple[float, int]:
+    rows = run()  # warm-up (and the row count)
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        run()
+        times.append((time.perf_counter() - start) * 1000)
+    return statistics.median(times), rows
+
+
+def _ours(store: Store, name: str, params: dict[str, str]) -> Callable[[], int]:
+    def run() -> int:
+        return sum(1 for _ in store.query(name, **params))
+
+    return run
+
+
+def _rdflib_graph(store: Store) -> Any:
+    import pyoxigraph as ox
+    import rdflib
+
+    graph = rdflib.Graph()
+    for g in store.graphs():
+        data = store.oxigraph.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=g)
+        graph.parse(data=(data or b"").decode("utf-8"), format="nt")
+    return graph
+
+
+def _rdflib(graph: Any, name: str, params: dict[str, str]) -> Callable[[], int]:
+    text = "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in PREFIXES.items()) + find_query(name).bind(params)
+
+    def run() -> int:
+        return sum(1 for _ in graph.query(text))
+
+    return run
+
+
+def _load(store: Store, src: Path) -> float:
+    start = time.perf_counter()
+    store.import_checkpoint(src, validate=False)
+    store.import_paths([ROOT / "examples"], validate=False)
+    return time.perf_counter() - start
+
+
+def bench_size(n: int, root: Path, servers: list[str], repeat: int, rdflib_max: int) -> list[str]:
+    from tests.servers import start_oxigraph, start_virtuoso
+
+    src = root / f"bench-{n}.jsonld"
+    subprocess.run([sys.executable, str(HERE / "generate.py"), str(n), str(src)], check=True, capture_output=True)
+    columns: dict[str, dict[str, tuple[float, int]]] = {}
+    loads: dict[str, float] = {}
+    embedded = Store(root / f"embedded-{n}")
+    loads["embedded"] = _load(embedded, src)
+    columns["embedded"] = {label: _time(_ours(embedded, q, p), repeat) for label, q, p in CASES}
+    if n <= rdflib_max:
+        graph = _rdflib_graph(embedded)
+        columns["rdflib"] = {label: _time(_rdflib(graph, q, p), 1) for label, q, p in CASES}
+        del graph
+    embedded.close()
+    for name in servers:
+        folder = root / f"{name}-{n}"
+        folder.mkdir()
+        server = (start_oxigraph if name == "oxigraph" else start_virtuoso)(folder)
+        try:
+            remote = Store(server.url)
+            loads[name] = _load(remote, src)
+            columns[name] = {label: _time(_ours(remote, q, p), repeat) for label, q, p in CASES}
+            remote.close()
+        finally:
+            server.stop()
+        shutil.rmtree(folder, ignore_errors=True)
+    src.unlink()
+
+    names = list(columns)
+    lines = [
+        f"### N = {n:,} questions (+ the 3 example benchmarks)",
+        "",
+        "Load (import without validation): " + ", ".join(f"{k} {v:.1f} s" for k, v in loads.items()),
+        "",
+        "| query | rows | " + " | ".join(f"{c} p50 ms" for c in names) + " |",
+        "|---|---:|" + "---:|" * len(names),
+    ]
+    for label, _, _ in CASES:
+        base = columns["embedded"][label][0]
+        cells = []
+        for c in names:
+            ms, _ = columns[c][label]
+            cells.append(f"{ms:,.1f}" + ("" if c == "embedded" else f" ({ms / base:.1f}×)"))
+        lines.append(f"| {label} | {columns['embedded'][label][1]:,} | " + " | ".join(cells) + " |")
+    verdicts = [
+        f"{label} ≤ {limit:g} ms: {'met' if columns['embedded'][label][0] <= limit else 'MISSED'}"
+        for label, limit in TARGETS_MS.items()
+    ]
+    lines += ["", "Targets on the embedded store (set for 100k): " + "; ".join(verdicts), ""]
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sizes", default="10000,100000", help="question counts (default: %(default)s)")
+    parser.add_argument("--servers", default="oxigraph,virtuoso", help="servers to compare (default: %(default)s)")
+    parser.add_argument("--repeat", type=int, default=5, help="timed runs per query (default: %(default)s)")
+    parser.add_argument("--rdflib-max", type=int, default=10_000, help="skip rdflib above this many questions")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args(argv)
+    root = Path(tempfile.mkdtemp(prefix="bench-q-", dir=args.workdir))
+    servers = [s for s in args.servers.split(",") if s]
+    try:
+        print(f"Python {sys.version.split()[0]}\n")
+        for n in (int(s) for s in args.sizes.split(",") if s.strip()):
+            print("\n".join(bench_size(n, root, servers, args.repeat, args.rdflib_max)), flush=True)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
