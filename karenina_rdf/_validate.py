@@ -45,6 +45,21 @@ class Finding(BaseModel):
     value: str | None = None
     value_term: str | None = None  # N-Triples syntax: keeps the value's datatype in reports
 
+    @classmethod
+    def of(cls, r: ValidationResult, **where: str | None) -> Finding:
+        """A validation result, located by ``where`` (benchmark, question, pointer)."""
+        return cls(
+            severity=r.severity,
+            message=r.message,
+            focus_node=r.focus_node,
+            path=r.path,
+            component=r.source_constraint_component,
+            source_shape=r.source_shape,
+            value=r.value,
+            value_term=r.value_term,
+            **where,
+        )
+
     def line(self, source: str | None = None) -> str:
         where = [source or self.benchmark or "?"]
         if self.pointer is not None:
@@ -236,19 +251,12 @@ def _findings(
     for r in results:
         qid, q_iri = _question_of(bench, r.focus_node)
         out.append(
-            Finding(
-                severity=r.severity,
-                message=r.message,
+            Finding.of(
+                r,
                 benchmark=name,
                 question_id=qid,
                 question_text=texts.get(q_iri) if q_iri else None,
                 pointer=pointers.get(r.focus_node) if pointers is not None else None,
-                focus_node=r.focus_node,
-                path=r.path,
-                component=r.source_constraint_component,
-                source_shape=r.source_shape,
-                value=r.value,
-                value_term=r.value_term,
             )
         )
     order = {"Violation": 0, "Warning": 1, "Info": 2}

@@ -212,19 +212,7 @@ def _fixture_report(name: str) -> ox.Store:
     from karenina_rdf._shacl import validate_turtle
 
     results = validate_turtle(FIXTURES / name).results
-    findings = [
-        Finding(
-            severity=r.severity,
-            message=r.message,
-            focus_node=r.focus_node,
-            path=r.path,
-            component=r.source_constraint_component,
-            source_shape=r.source_shape,
-            value=r.value,
-            value_term=r.value_term,
-        )
-        for r in results
-    ]
+    findings = [Finding.of(r) for r in results]
     g = ox.Store()
     g.load(
         reports_turtle([BenchmarkReport(source=name, benchmark=None, findings=findings)]).encode(),
