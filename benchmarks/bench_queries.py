@@ -54,7 +54,14 @@ TARGETS_MS = {"keyword lookup, selective": 20.0, "questions per benchmark": 500.
 
 
 def _time(run: Callable[[], int], repeat: int) -> tuple[float, int]:
-    rows = run()  # warm-up (and the row count)
+    """(p50 ms, rows), or (NaN, 0) when the backend refuses the query (reported in the table)."""
+    from karenina_rdf import StoreError
+
+    try:
+        rows = run()  # warm-up (and the row count)
+    except StoreError as exc:
+        print(f"  refused: {exc}"[:300], file=sys.stderr, flush=True)
+        return float("nan"), 0
     times = []
     for _ in range(repeat):
         start = time.perf_counter()
@@ -121,6 +128,7 @@ def bench_size(n: int, root: Path, servers: list[str], repeat: int, rdflib_max: 
     embedded = Store(root / f"embedded-{n}")
     loads["embedded"] = _load(embedded, src)
     columns["embedded"] = {label: _time(_ours(embedded, q, p), repeat) for label, q, p in CASES}
+    print(f"  {n:,} embedded: {columns['embedded']}", file=sys.stderr, flush=True)
     if n <= rdflib_max:
         graph = _rdflib_graph(embedded)
         columns["rdflib"] = {}
@@ -137,6 +145,7 @@ def bench_size(n: int, root: Path, servers: list[str], repeat: int, rdflib_max: 
             remote = Store(server.url)
             loads[name] = _load(remote, src)
             columns[name] = {label: _time(_ours(remote, q, p), repeat) for label, q, p in CASES}
+            print(f"  {n:,} {name}: load {loads[name]:.1f} s, {columns[name]}", file=sys.stderr, flush=True)
             remote.close()
         finally:
             server.stop()
@@ -159,6 +168,9 @@ def bench_size(n: int, root: Path, servers: list[str], repeat: int, rdflib_max: 
             ms, _ = columns[c][label]
             if ms == float("inf"):
                 cells.append(f"> {rdflib_limit * 1000:,.0f} (stopped)")
+                continue
+            if ms != ms:  # NaN: the server refused the query
+                cells.append("refused (see stderr)")
                 continue
             cells.append(f"{ms:,.1f}" + ("" if c == "embedded" else f" ({ms / base:.1f}×)"))
         lines.append(f"| {label} | {columns['embedded'][label][1]:,} | " + " | ".join(cells) + " |")

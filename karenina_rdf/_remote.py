@@ -143,6 +143,20 @@ class RemoteStore:
         return int(rows[0]["n"].value)
 
     def dump(self, *, format: ox.RdfFormat, from_graph: ox.NamedNode) -> bytes:
+        """One graph, in one request: a Graph Store Protocol GET, or a CONSTRUCT without one."""
+        if self.gsp_url is not None and format == ox.RdfFormat.N_TRIPLES:
+            what = f"graph {from_graph.value}"
+            try:
+                response = self._http.get(self.gsp_url, params={"graph": from_graph.value}, headers={"Accept": _NT})
+            except httpx.TimeoutException:
+                raise StoreError(
+                    f"the SPARQL server at {self.gsp_url} did not send {what} within {self.timeout:g} s"
+                ) from None
+            except httpx.HTTPError as exc:
+                raise StoreError(f"cannot reach the SPARQL server at {self.gsp_url} ({what}): {exc}") from None
+            if response.status_code >= 400:
+                raise StoreError(f"the SPARQL server at {self.gsp_url} refused {what}: HTTP {response.status_code}")
+            return response.content
         data = self.query(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH {from_graph} {{ ?s ?p ?o }} }}")
         return ox.serialize(data, format=format) or b""
 

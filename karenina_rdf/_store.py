@@ -555,30 +555,48 @@ class Store:
     def export_checkpoint(self, ref: str) -> dict[str, Any]:
         """The benchmark as a Karenina checkpoint document (canonical form)."""
         bench, graph = self.graph_of(ref)
-        header = self._header_index(bench, graph)
-        return benchmark_json(header, bench, list(self._items_json(bench, graph)))
+        source = self._reader(graph)
+        header = self._header_index(source, bench, graph)
+        return benchmark_json(header, bench, list(self._items_json(source, bench, graph)))
 
     def save(self, ref: str, path: str | Path | IO[str]) -> None:
         """Write the benchmark as a checkpoint file, streaming item by item."""
         bench, graph = self.graph_of(ref)
-        header = benchmark_json(self._header_index(bench, graph), bench, [])
+        source = self._reader(graph)
+        header = benchmark_json(self._header_index(source, bench, graph), bench, [])
         if not isinstance(path, (str, Path)):
-            write_json(path, header, self._items_json(bench, graph))
+            write_json(path, header, self._items_json(source, bench, graph))
             return
         target = Path(path)
         tmp = target.with_name(f".{target.name}.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            write_json(fh, header, self._items_json(bench, graph))
+            write_json(fh, header, self._items_json(source, bench, graph))
         os.replace(tmp, target)  # never leave a half-written checkpoint behind
 
-    def _header_index(self, bench: str, graph: ox.NamedNode) -> dict[str, dict[str, list[Any]]]:
-        return node_index(self._ox, graph, [bench], skip=(f"{bench}/items/", f"{bench}/questions/"))
+    def _reader(self, graph: ox.NamedNode) -> ox.Store:
+        """Where to read one benchmark from: the store itself, or for a server an in-memory copy
+        of the generation graph fetched in one request (the export walks the graph with one
+        pattern lookup per node, which over HTTP would be one round trip each)."""
+        if self.remote is None:
+            return self._ox
+        local = ox.Store()
+        local.load(
+            self.remote.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=graph),
+            format=ox.RdfFormat.N_TRIPLES,
+            to_graph=graph,
+        )
+        return local
 
-    def _items_json(self, bench: str, graph: ox.NamedNode) -> Iterator[dict[str, Any]]:
-        for item in ordered_items(self._ox, graph, bench):
+    @staticmethod
+    def _header_index(source: ox.Store, bench: str, graph: ox.NamedNode) -> dict[str, dict[str, list[Any]]]:
+        return node_index(source, graph, [bench], skip=(f"{bench}/items/", f"{bench}/questions/"))
+
+    @staticmethod
+    def _items_json(source: ox.Store, bench: str, graph: ox.NamedNode) -> Iterator[dict[str, Any]]:
+        for item in ordered_items(source, graph, bench):
             # Item and question share their id segment by construction (_ids.item_iri/question_iri).
             question = bench + "/questions/" + item[len(bench) + len("/items/") :]
-            index = node_index(self._ox, graph, [item, question])
+            index = node_index(source, graph, [item, question])
             yield item_json(index, item)
 
     def delete(self, ref: str) -> BenchmarkSummary:
