@@ -511,7 +511,7 @@ SELECT ?q WHERE {
   ?q a schema:Question .
   MINUS {
     ?q schema:hasPart ?c . ?c a schema:SoftwareSourceCode ; karenina:templateId ?tid .
-    FILTER(!sameTerm(?tid, "no_template"))
+    FILTER(NO_TEMPLATE_TEST)
     MINUS { ?c karenina:isDefaultTemplate true }
   }
 }"""
@@ -523,7 +523,10 @@ _QUESTIONS = "SELECT (COUNT(?q) AS ?n) WHERE { ?q a schema:Question }"
 def _question_sets(store: ox.Store, graph: ox.NamedNode) -> tuple[int, set[str], set[str]]:
     """(number of questions, those without a real template, those without any rubric trait)."""
     n = int(next(_select(store, graph, _QUESTIONS))["n"] or 0)
-    no_template = {row["q"] or "" for row in _select(store, graph, _NO_REAL_TEMPLATE)}
+    # sameTerm avoids decoding on pyoxigraph; a server (Virtuoso) may answer it false for equal
+    # strings, so there the lexical form is compared.
+    test = '!sameTerm(?tid, "no_template")' if isinstance(store, ox.Store) else 'STR(?tid) != "no_template"'
+    no_template = {row["q"] or "" for row in _select(store, graph, _NO_REAL_TEMPLATE.replace("NO_TEMPLATE_TEST", test))}
     has_global = store.query(sparql_prefixes() + _GLOBAL_TRAITS, default_graph=graph)
     no_rubric = set() if has_global else {row["q"] or "" for row in _select(store, graph, _NO_OWN_TRAIT)}
     return n, no_template, no_rubric

@@ -281,7 +281,7 @@ def find_query(ref: str) -> NamedQuery:
     catalog = named_queries()
     if ref in catalog:
         return catalog[ref]
-    if ref.endswith(".rq") or "/" in ref:
+    if ref.endswith(".rq") or "/" in ref or Path(ref).is_file():
         path = Path(ref)
         if not path.is_file():
             raise QueryNotFoundError(f"no query file {ref!r}")
@@ -291,6 +291,8 @@ def find_query(ref: str) -> NamedQuery:
 
 def looks_like_reference(text: str) -> bool:
     """Whether ``text`` names a query (a name or an .rq path) rather than being SPARQL."""
+    if text.endswith(".rq") and Path(text).is_file():
+        return True  # a path, spaces and all
     return "{" not in text and not any(c.isspace() for c in text.strip()) and bool(text.strip())
 
 

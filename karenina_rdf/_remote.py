@@ -74,13 +74,16 @@ class RemoteStore:
 
     # -- HTTP ------------------------------------------------------------------------------
     def _post(self, url: str, what: str, **kwargs: Any) -> httpx.Response:
+        return self._request("POST", url, what, **kwargs)
+
+    def _request(self, method: str, url: str, what: str, **kwargs: Any) -> httpx.Response:
         try:
-            response = self._http.post(url, **kwargs)
+            response = self._http.request(method, url, **kwargs)
         except httpx.TimeoutException:
             raise StoreError(f"the SPARQL server at {url} did not answer {what} within {self.timeout:g} s") from None
         except httpx.HTTPError as exc:
             raise StoreError(f"cannot reach the SPARQL server at {url} ({what}): {exc}") from None
-        if response.status_code >= 400:
+        if response.status_code >= 300:  # a redirect is not followed: an update must not vanish
             body = response.text.strip().replace("\n", " ")[:500]
             raise StoreError(f"the SPARQL server at {url} refused {what}: HTTP {response.status_code}: {body}")
         return response
@@ -143,22 +146,15 @@ class RemoteStore:
         return int(rows[0]["n"].value)
 
     def dump(self, *, format: ox.RdfFormat, from_graph: ox.NamedNode) -> bytes:
-        """One graph, in one request: a Graph Store Protocol GET, or a CONSTRUCT without one."""
-        if self.gsp_url is not None and format == ox.RdfFormat.N_TRIPLES:
-            what = f"graph {from_graph.value}"
-            try:
-                response = self._http.get(self.gsp_url, params={"graph": from_graph.value}, headers={"Accept": _NT})
-            except httpx.TimeoutException:
-                raise StoreError(
-                    f"the SPARQL server at {self.gsp_url} did not send {what} within {self.timeout:g} s"
-                ) from None
-            except httpx.HTTPError as exc:
-                raise StoreError(f"cannot reach the SPARQL server at {self.gsp_url} ({what}): {exc}") from None
-            if response.status_code >= 400:
-                raise StoreError(f"the SPARQL server at {self.gsp_url} refused {what}: HTTP {response.status_code}")
-            return response.content
-        data = self.query(f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH {from_graph} {{ ?s ?p ?o }} }}")
-        return ox.serialize(data, format=format) or b""
+        """One graph as N-Triples, in one request: a Graph Store Protocol GET, or a CONSTRUCT."""
+        if format != ox.RdfFormat.N_TRIPLES:
+            raise StoreError("a remote store dumps N-Triples only")
+        what = f"graph {from_graph.value}"
+        if self.gsp_url is not None:
+            params = {"graph": from_graph.value}
+            return self._request("GET", self.gsp_url, what, params=params, headers={"Accept": _NT}).content
+        construct = f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH {from_graph} {{ ?s ?p ?o }} }}"
+        return self._post(self.query_url, what, data={"query": construct}, headers={"Accept": _NT}).content
 
     # -- writes ----------------------------------------------------------------------------
     def update(self, update: str) -> None:

@@ -884,6 +884,7 @@ def _roots(shapes: rdflib.Graph | None) -> list[Shape]:
 _DEFAULT: list[list[Shape]] = []
 
 
+@functools.lru_cache(maxsize=1)
 def default_shapes_store() -> ox.Store:
     """Every file of ``shapes/`` in the default graph of an in-memory pyoxigraph store (blank
     nodes stay apart: each file is parsed on its own)."""

@@ -162,7 +162,10 @@ class Store:
         except OSError as exc:
             raise StoreError(f"cannot open store at {self.path}: {exc}") from None
         self.base_iri = self._settle_base_iri(requested)
-        self._remove_orphans()
+        if remote is None:
+            # One process holds an on-disk store: what is marked pending was left by a crash. On a
+            # server another client may be importing right now: remove_orphans() is explicit there.
+            self.remove_orphans()
         # Template check outcomes by text hash (see TemplateCache), kept beside the store.
         self.template_cache = TemplateCache(self.path / "cache" if self.path is not None else None)
 
@@ -239,10 +242,11 @@ class Store:
             return term_value(q.object)
         return None
 
-    def _remove_orphans(self) -> None:
+    def remove_orphans(self) -> None:
         """Drop generation graphs an interrupted import or delete left behind: those marked as
         being loaded, and (embedded, where listing graphs is cheap) any unpublished generation
-        graph. Never another graph: a server may hold other people's data."""
+        graph. Never another graph: a server may hold other people's data. On a server, run it
+        when no other client is importing."""
         live = set(self._live().values())
         marker = (ox.NamedNode(_STORE_NODE), ox.NamedNode(_PENDING))
         pending = [q.object for q in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH)]
@@ -376,10 +380,9 @@ class Store:
         # bulk-loaded by a second thread while the rest is still being mapped.
         graph = ox.NamedNode(graph_iri(bench or "urn:x", uuid.uuid4().hex[:16]))
         self._pending(graph, True)  # a crash from here on leaves a marker for the next open
-        try:
-            return self._import_into(graph, doc, label, old_graph, file_hash, validate)
-        finally:
-            self._pending(graph, False)
+        result = self._import_into(graph, doc, label, old_graph, file_hash, validate)
+        self._pending(graph, False)
+        return result
 
     def _pending(self, graph: ox.NamedNode, on: bool) -> None:
         fact = f"GRAPH {CATALOG_GRAPH} {{ <{_STORE_NODE}> <{_PENDING}> {graph} }}"
@@ -429,8 +432,10 @@ class Store:
                 return self._publish(mapped, graph, old_graph, file_hash, modes)
             except BaseException:
                 loader.finish(raise_errors=False)
-                if self._ox.contains_named_graph(graph) and graph not in self._live().values():
-                    self._drop_graph(graph)
+                if graph not in self._live().values():
+                    if self._ox.contains_named_graph(graph):
+                        self._drop_graph(graph)
+                    self._pending(graph, False)  # kept if the drop failed: the next cleanup retries
                 raise
 
     def _load(
@@ -495,7 +500,9 @@ class Store:
             return ImportResult(status="unchanged", **result)  # type: ignore[arg-type]
         self._point_catalog(bench, graph, digest, mapped.source, file_hash, mapped.sink.count)
         if old_graph is not None:
+            self._pending(old_graph, True)  # unpublished now; marked until it is gone
             self._drop_graph(old_graph)
+            self._pending(old_graph, False)
         return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
 
     def _unchanged(self, bench: str, graph: ox.NamedNode, label: str | None) -> ImportResult:
@@ -635,7 +642,7 @@ class Store:
         else:
             sparql = bind_values(query, {k: python_term(v) for k, v in bindings.items()})
         if benchmarks is None and self.remote is None and not self._busy():
-            # Every named graph is then a live generation or the catalog, and pyoxigraph joins
+            # Every graph is then a live generation or the catalog, and pyoxigraph joins
             # over its union default graph 3-4× faster than over a list of graphs (measured).
             return self._ox.query(sparql, prefixes=dict(PREFIXES), use_default_graph_as_union=True)
         live = self._live()
@@ -646,9 +653,15 @@ class Store:
         return self._ox.query(sparql, prefixes=dict(PREFIXES), default_graph=targets, named_graphs=names)
 
     def _busy(self) -> bool:
-        """Whether a graph is being loaded or dropped (it must stay out of queries)."""
+        """Whether the union of the named graphs holds more than the live benchmarks and the
+        catalog: a graph being loaded or dropped, or one a raw update wrote elsewhere."""
         marker = (ox.NamedNode(_STORE_NODE), ox.NamedNode(_PENDING))
-        return any(True for _ in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH))
+        if any(True for _ in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH)):
+            return True
+        known = {*self._live().values(), CATALOG_GRAPH}
+        return any(g not in known for g in self._ox.named_graphs()) or bool(
+            self._ox.query("ASK { ?s ?p ?o }")  # the default graph itself
+        )
 
     def update_graph(self, sparql_update: str) -> None:
         """Run a SPARQL update on the store. The stored benchmarks may no longer match the files

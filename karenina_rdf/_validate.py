@@ -17,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from ._checkpoint import map_checkpoint, read_file
 from ._errors import CheckpointError, Problem
-from ._graph import term_value
+from ._graph import solutions, term_value
 from ._ids import owning_question
 from ._shapes import SH, Severity, ValidationResult, store_graph_to_rdflib, validate_graph_pyshacl
 from ._store import Store
@@ -171,7 +171,7 @@ class _ShapePaths:
         if self._shapes is None:
             from ._shacl import default_shapes_store
 
-            self._shapes = default_shapes_store()
+            self._shapes = default_shapes_store()  # cached: shared with the validator
         for q in self._shapes.quads_for_pattern(ox.NamedNode(shape), _sh("path"), None, ox.DefaultGraph()):
             return self._copy(into, q.object)
         return None
@@ -286,12 +286,15 @@ def _check_results(
 
 
 def _question_texts(store: Store, graph: ox.NamedNode, questions: set[str]) -> dict[str, str]:
-    """The text of the questions that have findings (only those: texts are long to read back)."""
-    out: dict[str, str] = {}
-    for q in questions:
-        for quad in store.oxigraph.quads_for_pattern(ox.NamedNode(q), ox.NamedNode(SCHEMA + "text"), None, graph):
-            out[q] = term_value(quad.object)
-    return out
+    """The text of the questions that have findings (only those: texts are long to read back),
+    in one query (on a server, one request)."""
+    if not questions:
+        return {}
+    values = " ".join(f"<{q}>" for q in sorted(questions))
+    rows = store.oxigraph.query(
+        f"SELECT ?q ?t WHERE {{ VALUES ?q {{ {values} }} ?q <{SCHEMA}text> ?t }}", default_graph=graph
+    )
+    return {term_value(r["q"]): term_value(r["t"]) for r in solutions(rows)}
 
 
 def _question_of(bench: str, focus: str) -> tuple[str | None, str | None]:

@@ -76,8 +76,13 @@ def start_oxigraph(folder: Path) -> Server:
         stderr=subprocess.STDOUT,
     )
     base = f"http://127.0.0.1:{port}"
-    _wait(f"{base}/query", process, log)
-    return Server("oxigraph", base, process, log)
+    server = Server("oxigraph", base, process, log)
+    try:
+        _wait(f"{base}/query", process, log)
+    except BaseException:
+        server.stop()
+        raise
+    return server
 
 
 _VIRTUOSO_INI = """\
@@ -134,12 +139,17 @@ def start_virtuoso(folder: Path) -> Server:
     url = f"http://127.0.0.1:{http}/sparql"
     _wait(url, process, log)
     # SPARQL updates over HTTP run as the SPARQL user, who may not write until granted.
-    isql = shutil.which("isql-vt") or shutil.which("isql")
-    assert isql is not None, "Virtuoso's isql is not installed"
-    subprocess.run(
-        [isql, f"127.0.0.1:{sql}", "dba", "dba", 'exec=GRANT SPARQL_UPDATE TO "SPARQL";'],
-        check=True,
-        capture_output=True,
-        timeout=60,
-    )
-    return Server("virtuoso", url, process, log)
+    server = Server("virtuoso", url, process, log)
+    try:
+        isql = shutil.which("isql-vt") or shutil.which("isql")
+        assert isql is not None, "Virtuoso's isql is not installed"
+        subprocess.run(
+            [isql, f"127.0.0.1:{sql}", "dba", "dba", 'exec=GRANT SPARQL_UPDATE TO "SPARQL";'],
+            check=True,
+            capture_output=True,
+            timeout=60,
+        )
+    except BaseException:
+        server.stop()  # never leave a server running behind a failed start
+        raise
+    return server

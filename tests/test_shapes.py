@@ -193,7 +193,7 @@ EXPECTED: dict[str, set[tuple[str, str | None, str]]] = {
         (
             ":t1",
             "karenina:templateId",
-            "An answer template needs Karenina's template id: 32 lowercase hex characters (karenina:templateId)",
+            "An answer template needs Karenina's template id: 32 lowercase hex characters, or no_template for a blank template (karenina:templateId)",
         ),
         (":t1", "schema:name", "An answer template needs a name, a string (SoftwareSourceCode.name)"),
         (
