@@ -203,12 +203,6 @@ class RemoteStore:
         if batch:
             self.update(f"INSERT DATA {{ GRAPH {graph} {{\n{chr(10).join(batch)}\n}} }}")
 
-    def flush(self) -> None:
-        """Nothing to do: the server persists each request."""
-
-    def optimize(self) -> None:
-        """Nothing to do: the server manages its own storage."""
-
     def close(self) -> None:
         self._http.close()
 

@@ -31,10 +31,6 @@ def schema(local: str) -> ox.NamedNode:
     return ox.NamedNode(SCHEMA + local)
 
 
-def kr(local: str) -> ox.NamedNode:
-    return ox.NamedNode(KARENINA + local)
-
-
 TYPE = ox.NamedNode(RDF + "type")
 RDF_JSON = ox.NamedNode(RDF + "JSON")
 XSD_STRING = ox.NamedNode(XSD + "string")
