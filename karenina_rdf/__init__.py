@@ -1,5 +1,7 @@
 """karenina-rdf: Karenina LLM benchmarks as schema.org triples in an RDF graph store."""
 
+from typing import TYPE_CHECKING, Any
+
 from ._benchmark import Benchmark, BenchmarkInfo
 from ._checkpoint import map_checkpoint, read_file
 from ._errors import (
@@ -26,6 +28,19 @@ from ._vocab import KARENINA, SCHEMA
 
 __version__ = "0.1.0"
 
+if TYPE_CHECKING:
+    from ._endpoint import EndpointSettings, create_app
+
+
+def __getattr__(name: str) -> Any:
+    # The endpoint pulls in FastAPI (0.3 s to import): only code that serves pays for it.
+    if name in ("EndpointSettings", "create_app"):
+        from . import _endpoint
+
+        return getattr(_endpoint, name)
+    raise AttributeError(f"module 'karenina_rdf' has no attribute {name!r}")
+
+
 __all__ = [
     "AmbiguousBenchmarkError",
     "Answer",
@@ -38,6 +53,7 @@ __all__ = [
     "CANONICAL_CONTEXT",
     "CheckpointError",
     "DuplicateQuestionError",
+    "EndpointSettings",
     "Finding",
     "ImportReport",
     "ImportResult",
@@ -56,6 +72,7 @@ __all__ = [
     "Store",
     "StoreError",
     "__version__",
+    "create_app",
     "generate_question_id",
     "map_checkpoint",
     "named_queries",

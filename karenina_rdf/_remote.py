@@ -100,6 +100,8 @@ class RemoteStore:
         base_iri: str | None = None,
     ) -> Any:
         text = "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in (prefixes or {}).items()) + query
+        if base_iri:
+            text = f"BASE <{base_iri}>\n{text}"  # the server resolves relative IRIs as we parse them
         form = _form(text, base_iri)
         graphs = default_graph if isinstance(default_graph, list) else [default_graph]
         params: dict[str, str | list[str]] = {"query": text}
@@ -157,8 +159,11 @@ class RemoteStore:
         return self._post(self.query_url, what, data={"query": construct}, headers={"Accept": _NT}).content
 
     # -- writes ----------------------------------------------------------------------------
-    def update(self, update: str) -> None:
-        self._post(self.update_url, "an update", data={"update": update})
+    def update(self, update: str, base_iri: str | None = None) -> None:
+        # The protocol has no base parameter; a BASE before the update's own prologue resolves
+        # its relative IRIs (the update's own BASE, if any, comes later and wins).
+        text = f"BASE <{base_iri}>\n{update}" if base_iri else update
+        self._post(self.update_url, "an update", data={"update": text})
 
     def add(self, quad: ox.Quad) -> None:
         self.update(f"INSERT DATA {{ GRAPH {quad.graph_name} {{ {quad.subject} {quad.predicate} {quad.object} }} }}")

@@ -247,17 +247,18 @@ class Store:
         being loaded, and (embedded, where listing graphs is cheap) any unpublished generation
         graph. Never another graph: a server may hold other people's data. On a server, run it
         when no other client is importing."""
-        live = set(self._live().values())
         marker = (ox.NamedNode(_STORE_NODE), ox.NamedNode(_PENDING))
         pending = [q.object for q in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH)]
-        prefix = self.base_iri + "benchmarks/"
-        listed = [] if self.remote is not None else list(self._ox.named_graphs())
-        for g in dict.fromkeys([*pending, *listed]):
-            name = g.value if isinstance(g, ox.NamedNode) else ""
-            if name.startswith(prefix) and _GENERATION.match(name, len(prefix)) and g not in live:
-                self._drop_graph(cast(ox.NamedNode, g))
+        for hidden in self.hidden_graphs():
+            if self._is_generation(hidden):
+                self._drop_graph(cast(ox.NamedNode, hidden))
         for g in pending:
             self._pending(cast(ox.NamedNode, g), False)
+
+    def _is_generation(self, graph: ox.NamedNode | ox.BlankNode) -> bool:
+        prefix = self.base_iri + "benchmarks/"
+        name = graph.value if isinstance(graph, ox.NamedNode) else ""
+        return name.startswith(prefix) and _GENERATION.match(name, len(prefix)) is not None
 
     def _drop_graph(self, graph: ox.NamedNode) -> None:
         if self.remote is not None:
@@ -641,32 +642,50 @@ class Store:
             sparql = find_query(query).bind(bindings)
         else:
             sparql = bind_values(query, {k: python_term(v) for k, v in bindings.items()})
-        if benchmarks is None and self.remote is None and not self._busy():
-            # Every graph is then a live generation or the catalog, and pyoxigraph joins
-            # over its union default graph 3-4× faster than over a list of graphs (measured).
-            return self._ox.query(sparql, prefixes=dict(PREFIXES), use_default_graph_as_union=True)
+        return self._ox.query(sparql, prefixes=dict(PREFIXES), **self.dataset(benchmarks))
+
+    def dataset(self, benchmarks: Iterable[str] | None = None) -> dict[str, Any]:
+        """The dataset a query sees, as keyword arguments of ``pyoxigraph.Store.query``.
+
+        Embedded, the default graph is the union of every graph but the hidden ones (old
+        generations of a benchmark, graphs being loaded or dropped): the live benchmarks, the
+        catalog, and whatever a SPARQL update wrote into other graphs or the default graph. On a
+        server it is the live benchmarks plus the catalog (listing a server's graphs would show
+        its own system graphs). ``benchmarks`` limits it to those benchmarks plus the catalog.
+        Each graph of the default graph is also a named graph for ``GRAPH ?g``.
+        """
+        if benchmarks is None and self.remote is None:
+            hidden = self.hidden_graphs()
+            if not hidden:
+                # pyoxigraph joins over its union default graph 3-4x faster than over a list of
+                # graphs (measured), and with nothing hidden the union is exactly the dataset.
+                return {"use_default_graph_as_union": True}
+            shown: list[ox.NamedNode | ox.BlankNode] = [g for g in self._ox.named_graphs() if g not in hidden]
+            default: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [*shown, ox.DefaultGraph()]
+            return {"default_graph": default, "named_graphs": shown}
         live = self._live()
         graphs = [live[self.resolve(b)] for b in benchmarks] if benchmarks is not None else list(live.values())
         graphs.append(CATALOG_GRAPH)
-        targets: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = list(graphs)
-        names: list[ox.NamedNode | ox.BlankNode] = list(graphs)
-        return self._ox.query(sparql, prefixes=dict(PREFIXES), default_graph=targets, named_graphs=names)
+        return {"default_graph": list(graphs), "named_graphs": list(graphs)}
 
-    def _busy(self) -> bool:
-        """Whether the union of the named graphs holds more than the live benchmarks and the
-        catalog: a graph being loaded or dropped, or one a raw update wrote elsewhere."""
+    def hidden_graphs(self) -> set[ox.NamedNode | ox.BlankNode]:
+        """Graphs no query sees: generations of a benchmark that the catalog does not point at
+        (being loaded, replaced or dropped) and graphs marked pending. On a server only the
+        marked ones: listing its graphs is not cheap, and a server holds other people's data."""
         marker = (ox.NamedNode(_STORE_NODE), ox.NamedNode(_PENDING))
-        if any(True for _ in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH)):
-            return True
-        known = {*self._live().values(), CATALOG_GRAPH}
-        return any(g not in known for g in self._ox.named_graphs()) or bool(
-            self._ox.query("ASK { ?s ?p ?o }")  # the default graph itself
-        )
+        hidden: set[ox.NamedNode | ox.BlankNode] = {
+            cast(ox.NamedNode, q.object) for q in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH)
+        }
+        live = set(self._live().values())
+        listed = self._ox.named_graphs() if self.remote is None else ()  # cheap embedded only
+        hidden.update(g for g in listed if g not in live and self._is_generation(g))
+        return hidden - live
 
-    def update_graph(self, sparql_update: str) -> None:
-        """Run a SPARQL update on the store. The stored benchmarks may no longer match the files
-        they came from, so every content hash is forgotten: the next import of a file replaces."""
-        self._ox.update(sparql_update)
+    def update_graph(self, sparql_update: str, *, base_iri: str | None = None) -> None:
+        """Run a SPARQL update on the store (relative IRIs resolved against ``base_iri``). The
+        stored benchmarks may no longer match the files they came from, so every content hash is
+        forgotten: the next import of a file replaces."""
+        self._ox.update(sparql_update, base_iri=base_iri)
         for bench in self._live():
             self.mark_edited(bench)
 

@@ -153,3 +153,21 @@ def start_virtuoso(folder: Path) -> Server:
         server.stop()  # never leave a server running behind a failed start
         raise
     return server
+
+
+def start_endpoint(folder: Path, *options: str, store: str | Path | None = None) -> Server:
+    """``karenina-rdf serve`` on 127.0.0.1 and a free port, over ``store`` (default: a new
+    store in ``folder``), run as its own process exactly as a user starts it."""
+    port = free_port()
+    log = folder / "endpoint.log"
+    command = [sys.executable, "-c", "from karenina_rdf._cli import main; main()", "serve"]
+    command += ["--store", str(store or folder / "store"), "--port", str(port), *options]
+    process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
+    base = f"http://127.0.0.1:{port}"
+    server = Server("karenina-rdf", base, process, log)
+    try:
+        _wait(f"{base}/sparql", process, log)
+    except BaseException:
+        server.stop()
+        raise
+    return server

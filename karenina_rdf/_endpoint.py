@@ -1,0 +1,384 @@
+"""The HTTP endpoint: SPARQL 1.1 Protocol at ``/sparql``, named queries at ``/queries/{name}``,
+VoID at ``/.well-known/void``, every minted IRI dereferenceable, and the HTML pages.
+
+Read-only unless started with a write token; every write (SPARQL Update, import, delete) checks
+it. Queries run on worker threads (pyoxigraph releases the GIL while it evaluates) under the
+limits of :class:`EndpointSettings`. Errors are plain-text messages with the protocol's status;
+an unexpected one is logged and answered with a 500 that shows no trace.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import secrets
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from functools import partial
+from pathlib import Path
+from typing import Any, TypeVar
+
+import anyio
+import pyoxigraph as ox
+from fastapi import FastAPI, Request
+from fastapi.middleware.cors import CORSMiddleware
+from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from ._checkpoint import read_json
+from ._errors import CheckpointError, InvalidValueError, KareninaRDFError, NotFoundError, StoreError
+from ._linked import Located, Site, alternates
+from ._pages import Pages
+from ._protocol import GRAPHS, Limits, Operation, ProtocolError, Runner, content_type, negotiate, parse_request
+from ._queries import GRAPH_FORMATS, named_queries
+from ._store import Store
+from ._vocab import PREFIXES
+
+log = logging.getLogger("karenina_rdf.endpoint")
+T = TypeVar("T")
+STATIC = Path(__file__).parent / "static"
+
+
+class EndpointSettings(BaseModel):
+    """What ``karenina-rdf serve`` takes besides the store (docs/endpoint.md)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    write_token: str | None = None  # None: read-only
+    timeout: float = 30.0  # seconds per query
+    max_result_bytes: int = 50_000_000
+    max_body_bytes: int = 10_000_000
+    allow_service: tuple[str, ...] = ()  # IRI prefixes SERVICE / LOAD may reach; "*" for any
+    cors_origins: tuple[str, ...] = ()  # "*" for any
+    max_running: int = 8  # queries evaluated at once
+
+
+class Endpoint:
+    """What every route shares: the store, its site, the query runner and the write lock."""
+
+    def __init__(self, store: Store, settings: EndpointSettings) -> None:
+        self.store, self.settings = store, settings
+        self.site = Site(store)
+        self.runner = Runner(
+            Limits(settings.timeout, settings.max_result_bytes, settings.allow_service, settings.max_running)
+        )
+        self.threads = anyio.CapacityLimiter(64)
+        self._write_lock = threading.Lock()
+        self._dataset: dict[str, Any] | None = None
+        self._dataset_at = 0.0
+        self._writing = 0
+
+    # -- the dataset a query sees ------------------------------------------------------------
+    def dataset(self) -> dict[str, Any]:
+        """``Store.dataset()``, remembered until the next write through this endpoint (a server
+        store is asked again after 5 s: other clients may write to it)."""
+        if self._writing:
+            return self.store.dataset()
+        fresh = self.store.remote is None or time.monotonic() - self._dataset_at < 5
+        if self._dataset is None or not fresh:
+            self._dataset, self._dataset_at = self.store.dataset(), time.monotonic()
+        return self._dataset
+
+    def write(self, job: Callable[[], T]) -> T:
+        """Run a write alone, with queries seeing the explicit dataset while it runs."""
+        with self._write_lock:
+            self._writing += 1
+            self._dataset = None
+            try:
+                return job()
+            finally:
+                self._dataset = None
+                self._writing -= 1
+
+    def check_write(self, request: Request) -> None:
+        token = self.settings.write_token
+        if token is None:
+            raise ProtocolError(
+                403, "this endpoint is read-only; start it with --write-token to allow updates and imports"
+            )
+        given = request.headers.get("authorization", "")
+        scheme, _, value = given.partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(value.strip().encode(), token.encode()):
+            raise ProtocolError(
+                401, "a write needs the header 'Authorization: Bearer <write token>'", {"WWW-Authenticate": "Bearer"}
+            )
+
+    async def in_thread(self, job: Callable[[], T]) -> T:
+        return await anyio.to_thread.run_sync(job, limiter=self.threads)
+
+    async def timed(self, job: Callable[[], T]) -> T:
+        """``job`` on a worker thread; past the time limit the client gets its 503 while the
+        thread finishes on its own (see :class:`~karenina_rdf._protocol.Runner`)."""
+        with anyio.move_on_after(self.settings.timeout + 0.5) as scope:
+            return await anyio.to_thread.run_sync(job, abandon_on_cancel=True, limiter=self.threads)
+        if scope.cancelled_caught:
+            raise ProtocolError(
+                503, f"the query ran longer than the endpoint's time limit of {self.settings.timeout:g} s"
+            )
+        raise AssertionError("unreachable")
+
+
+def _endpoint_of(request: Request) -> Endpoint:
+    ep: Endpoint = request.app.state.endpoint
+    return ep
+
+
+def _server(request: Request) -> str:
+    return f"{request.url.scheme}://{request.url.netloc}"
+
+
+def _rdf(triples: list[ox.Triple], fmt: str, headers: dict[str, str] | None = None) -> Response:
+    pre = dict(PREFIXES) if fmt in ("turtle", "rdfxml") else None
+    body = ox.serialize(triples, format=GRAPH_FORMATS[fmt], prefixes=pre) or b""
+    return Response(body, media_type=content_type(fmt), headers=headers)
+
+
+# -- /sparql ------------------------------------------------------------------------------
+async def sparql(request: Request) -> Response:
+    ep = _endpoint_of(request)
+    started = time.monotonic()
+    body = await request.body() if request.method == "POST" else b""
+    op = parse_request(request.method, request.url.query, request.headers.get("content-type"), body)
+    if op is None:
+        return await service_description(request)
+    ep.runner.check_services(op.text)
+    op.base = str(request.url.replace(query=""))
+    if op.kind == "update":
+        ep.check_write(request)
+        return await _update(ep, op)
+    dataset = ep.dataset()
+    run = partial(
+        ep.runner.run_query,
+        ep.store.oxigraph,
+        op,
+        dataset,
+        request.headers.get("accept"),
+        op.param("format"),
+        started,
+    )
+    data, fmt = await ep.timed(run)
+    return Response(data, media_type=content_type(fmt), headers={"Vary": "Accept"})
+
+
+async def _update(ep: Endpoint, op: Operation) -> Response:
+    # The prefixes queries have predeclared, declared for updates too (a later PREFIX of the
+    # update itself redefines one, as SPARQL allows).
+    prologue = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in PREFIXES.items())
+    text = prologue + ep.runner.prepare_update(op)
+
+    def job() -> None:
+        try:
+            ep.store.update_graph(text, base_iri=op.base)
+        except SyntaxError as exc:
+            raise ProtocolError(400, f"SPARQL syntax error: {exc}") from None
+        except OSError as exc:
+            raise ProtocolError(500, f"the update failed: {exc}") from None
+
+    await ep.in_thread(partial(ep.write, job))
+    return Response(status_code=204)
+
+
+async def service_description(request: Request) -> Response:
+    ep = _endpoint_of(request)
+    # RDF unless the client prefers HTML (a browser): then the query page.
+    fmt = negotiate(request.headers.get("accept"), (*GRAPHS, "html"), request.query_params.get("format"))
+    if fmt == "html":
+        pages: Pages = request.app.state.pages
+        return await pages.query_page(request)
+    endpoint = str(request.url.replace(query=""))
+    triples = ep.site.service_description(
+        endpoint,
+        writable=ep.settings.write_token is not None,
+        federated=bool(ep.settings.allow_service),
+        void_url=_server(request) + "/.well-known/void",
+    )
+    return _rdf(triples, fmt, {"Vary": "Accept"})
+
+
+async def void(request: Request) -> Response:
+    ep = _endpoint_of(request)
+    fmt = negotiate(request.headers.get("accept"), GRAPHS, request.query_params.get("format"))
+    server = _server(request)
+    triples = await ep.in_thread(
+        partial(ep.site.void, endpoint=server + "/sparql", void_url=server + "/.well-known/void", server=server)
+    )
+    return _rdf(triples, fmt, {"Vary": "Accept"})
+
+
+# -- named queries --------------------------------------------------------------------------
+async def queries_index(request: Request) -> Response:
+    fmt = negotiate(request.headers.get("accept"), ("html", "json"), request.query_params.get("format"))
+    if fmt == "html":
+        pages: Pages = request.app.state.pages
+        return await pages.queries_page(request)
+    return JSONResponse([q.model_dump(mode="json", exclude={"path"}) for q in named_queries().values()])
+
+
+async def run_named_query(request: Request) -> Response:
+    ep = _endpoint_of(request)
+    started = time.monotonic()
+    name = request.path_params["name"]
+    # Only the catalog: find_query would also read any .rq file by path from the server's disk.
+    named = named_queries().get(name)
+    if named is None:
+        raise ProtocolError(404, f"no named query {name!r}; GET /queries lists them")
+    # An empty field of an HTML form means "not given" (an optional parameter stays unbound).
+    params = {k: v for k, v in request.query_params.items() if k != "format" and v != ""}
+    try:
+        text = named.bind(params)
+    except (InvalidValueError, ValueError) as exc:
+        raise ProtocolError(400, str(exc)) from None
+    op = Operation("query", text)
+    run = partial(
+        ep.runner.run_query,
+        ep.store.oxigraph,
+        op,
+        ep.dataset(),
+        request.headers.get("accept"),
+        request.query_params.get("format"),
+        started,
+    )
+    data, fmt = await ep.timed(run)
+    return Response(data, media_type=content_type(fmt), headers={"Vary": "Accept"})
+
+
+# -- benchmarks: import and delete (with the write token) -------------------------------------
+async def import_benchmark(request: Request) -> Response:
+    ep = _endpoint_of(request)
+    ep.check_write(request)
+    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if media not in ("application/json", "application/ld+json"):
+        raise ProtocolError(415, "send the checkpoint as application/ld+json (or application/json)")
+    body = await request.body()
+    label = request.headers.get("x-file-name") or "request body"
+    doc = read_json(body, label)
+    result = await ep.in_thread(partial(ep.write, partial(ep.store.import_checkpoint, doc, name=label)))
+    status = 201 if result.status == "imported" else 200
+    headers = {"Location": ep.site.path_for(result.iri)}
+    return JSONResponse(result.model_dump(mode="json"), status_code=status, headers=headers)
+
+
+# -- linked data ----------------------------------------------------------------------------
+async def resource(request: Request) -> Response:
+    ep = _endpoint_of(request)
+    raw = request.scope.get("raw_path", b"").decode("latin-1") or request.url.path
+    iri = ep.site.iri_for_path(raw)
+    where = await ep.in_thread(partial(ep.site.locate, iri)) if iri is not None else None
+    if where is None:
+        raise ProtocolError(404, f"nothing is published at {raw}")
+    if request.method == "DELETE":
+        if where.iri != where.benchmark or where.fmt is not None:
+            raise ProtocolError(405, "only a benchmark's own IRI can be deleted", {"Allow": "GET"})
+        ep.check_write(request)
+        summary = await ep.in_thread(partial(ep.write, partial(ep.store.delete, where.benchmark)))
+        return JSONResponse(summary.model_dump(mode="json"))
+    if where.checkpoint:
+        return await _checkpoint(ep, where)
+    path = ep.site.path_for(where.iri)
+    fmt = where.fmt or negotiate(request.headers.get("accept"), ("html", *GRAPHS), request.query_params.get("format"))
+    headers = {"Link": alternates(path), "Vary": "Accept"}
+    if where.iri == where.benchmark:
+        headers["Link"] += f', <{path}/checkpoint.jsonld>; rel="alternate"; type="application/ld+json"'
+    if fmt == "html":
+        pages: Pages = request.app.state.pages
+        response = await pages.resource_page(request, where)
+        response.headers.update(headers)
+        return response
+    triples = await ep.in_thread(partial(ep.site.describe, where))
+    return _rdf(triples, fmt, headers)
+
+
+async def _checkpoint(ep: Endpoint, where: Located) -> Response:
+    def job() -> bytes:
+        out = io.StringIO()
+        ep.store.save(where.benchmark, out)
+        return out.getvalue().encode("utf-8")
+
+    data = await ep.in_thread(job)
+    name = where.benchmark.rstrip("/").rsplit("/", 1)[-1] or "benchmark"
+    headers = {"Content-Disposition": f'attachment; filename="{name[:80]}.jsonld"'}
+    return Response(data, media_type="application/ld+json", headers=headers)
+
+
+# -- errors and limits ------------------------------------------------------------------------
+def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    return PlainTextResponse(message + "\n", status_code=status, headers=headers)
+
+
+async def _on_protocol_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ProtocolError)
+    return _error(exc.status, exc.message, exc.headers)
+
+
+async def _on_http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, StarletteHTTPException)
+    if exc.status_code == 413:
+        limit = _endpoint_of(request).settings.max_body_bytes
+        return _error(413, f"the request body is larger than this endpoint's limit of {limit:,} bytes")
+    return _error(exc.status_code, str(exc.detail), dict(exc.headers or {}))
+
+
+async def _on_library_error(request: Request, exc: Exception) -> Response:
+    if isinstance(exc, NotFoundError):
+        return _error(404, str(exc))
+    if isinstance(exc, CheckpointError | InvalidValueError):
+        return _error(400, str(exc))
+    if isinstance(exc, StoreError):
+        log.error("store error on %s %s: %s", request.method, request.url.path, exc)
+        return _error(502 if _endpoint_of(request).store.remote is not None else 500, f"store error: {exc}")
+    return _error(400, str(exc))
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> Response:
+    log.exception("unexpected error on %s %s", request.method, request.url.path)
+    return _error(500, "internal error (the server log has the details)")
+
+
+def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAPI:
+    """The endpoint over ``store`` as an ASGI app (``karenina-rdf serve`` runs it with uvicorn)."""
+    settings = settings or EndpointSettings()
+    app = FastAPI(
+        title="karenina-rdf",
+        docs_url=None,
+        redoc_url=None,
+        openapi_url=None,
+        max_body_size=settings.max_body_bytes,  # 413 past it, declared or streamed
+    )
+    app.state.endpoint = Endpoint(store, settings)
+    app.state.pages = Pages(app.state.endpoint)
+    routes: list[tuple[str, Callable[[Request], Awaitable[Response]], list[str]]] = [
+        ("/sparql", sparql, ["GET", "POST", "PUT", "DELETE", "PATCH"]),
+        ("/.well-known/void", void, ["GET"]),
+        ("/queries", queries_index, ["GET"]),
+        ("/queries/{name}", run_named_query, ["GET"]),
+        ("/benchmarks", import_benchmark, ["POST"]),
+    ]
+    for path, handler, methods in routes:
+        app.add_api_route(path, handler, methods=methods, include_in_schema=False)
+    app.state.pages.add_routes(app)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_api_route("/sparql/", lambda: RedirectResponse("/sparql", 308), methods=["GET"], include_in_schema=False)
+    app.add_api_route("/{path:path}", resource, methods=["GET", "DELETE"], include_in_schema=False)
+    app.add_exception_handler(ProtocolError, _on_protocol_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
+    app.add_exception_handler(KareninaRDFError, _on_library_error)
+    app.add_exception_handler(Exception, _on_unexpected)
+    if settings.cors_origins:
+        app.add_middleware(
+            CORSMiddleware,
+            allow_origins=list(settings.cors_origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=["Accept", "Content-Type", "Authorization"],
+        )
+    return app
+
+
+def serve(store: Store, settings: EndpointSettings, *, host: str = "127.0.0.1", port: int = 8000) -> None:
+    """Run the endpoint with uvicorn until interrupted."""
+    import uvicorn
+
+    app = create_app(store, settings)
+    uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)

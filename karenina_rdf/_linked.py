@@ -1,0 +1,233 @@
+"""Linked data over the store: which stored resource a request path names, what describes it,
+and the two documents that describe the whole service (SPARQL service description and VoID).
+
+An IRI minted by the store (docs/data-model.md §3) is ``{base}benchmarks/{seg(id)}/…``; the
+server answers for the part of it after the base IRI's path, so a store minted under
+``https://bench.example.org/kb/`` can be served behind a proxy that forwards ``/kb/…``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from urllib.parse import urlsplit
+
+import pyoxigraph as ox
+
+from ._graph import solutions, term_value
+from ._protocol import GRAPHS, MEDIA_TYPES, RESULTS, SUFFIXES
+from ._store import Store
+from ._vocab import CATALOG_GRAPH, KARENINA, SCHEMA
+
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+SD = "http://www.w3.org/ns/sparql-service-description#"
+VOID = "http://rdfs.org/ns/void#"
+DCT = "http://purl.org/dc/terms/"
+FORMATS = "http://www.w3.org/ns/formats/"
+_FORMAT_IRIS = {
+    "json": "SPARQL_Results_JSON",
+    "xml": "SPARQL_Results_XML",
+    "csv": "SPARQL_Results_CSV",
+    "tsv": "SPARQL_Results_TSV",
+    "turtle": "Turtle",
+    "ntriples": "N-Triples",
+    "jsonld": "JSON-LD",
+    "rdfxml": "RDF_XML",
+}
+# Characters seg() (docs/data-model.md §3) leaves as they are: a client that percent-encodes
+# them still names the same resource.
+_RAW = set("-_~:!$'()*+,;=@.") | set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
+_PCT = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def normalise_path(raw: str) -> str:
+    """A request path in the form the store mints: needless escapes decoded, hex upper-case."""
+
+    def fix(m: re.Match[str]) -> str:
+        ch = chr(int(m.group(1), 16))
+        return ch if ch in _RAW else "%" + m.group(1).upper()
+
+    return _PCT.sub(fix, raw)
+
+
+@dataclass(frozen=True)
+class Located:
+    iri: str  # the resource
+    benchmark: str  # the benchmark IRI it belongs to
+    graph: ox.NamedNode  # that benchmark's live graph
+    fmt: str | None  # a format named by a file suffix, or None
+    checkpoint: bool = False  # {B}/checkpoint.jsonld
+    whole_graph: bool = False  # the live generation graph's own IRI: its content
+
+
+class Site:
+    """The store as a linked-data site under its base IRI."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.base = store.base_iri
+        self.base_path = urlsplit(self.base).path or "/"
+
+    def iri_for_path(self, raw_path: str) -> str | None:
+        """The IRI a request path names under the base, or None when it is outside."""
+        path = normalise_path(raw_path)
+        if not path.startswith(self.base_path):
+            return None
+        return self.base + path[len(self.base_path) :]
+
+    def path_for(self, iri: str) -> str:
+        """The local path of a minted IRI (for links that stay on this server)."""
+        return self.base_path + iri[len(self.base) :] if iri.startswith(self.base) else iri
+
+    def locate(self, iri: str) -> Located | None:
+        live = self.store._live()
+        for name, fmt in [(iri, None), *((iri[: -len(s)], f) for s, f in SUFFIXES.items() if iri.endswith(s))]:
+            bench = self._benchmark_of(name, live)
+            if bench is None:
+                continue
+            graph = live[bench]
+            if name == bench + "/checkpoint.jsonld" and fmt is None:
+                return Located(name, bench, graph, "checkpoint", checkpoint=True)
+            if name == graph.value:
+                return Located(name, bench, graph, fmt, whole_graph=True)
+            if name == bench or self._exists(name, graph):
+                return Located(name, bench, graph, fmt)
+        return None
+
+    @staticmethod
+    def _benchmark_of(iri: str, live: dict[str, ox.NamedNode]) -> str | None:
+        best = None
+        for bench in live:
+            if (iri == bench or iri.startswith(bench + "/")) and (best is None or len(bench) > len(best)):
+                best = bench
+        return best
+
+    def _exists(self, iri: str, graph: ox.NamedNode) -> bool:
+        ox_store = self.store.oxigraph
+        return any(True for _ in ox_store.quads_for_pattern(ox.NamedNode(iri), None, None, graph))
+
+    def describe(self, where: Located) -> list[ox.Triple]:
+        """The triples about a resource: those with it as subject in its benchmark's graph (and,
+        for a benchmark, its catalog entry); for a graph IRI, the graph's content."""
+        ox_store = self.store.oxigraph
+        if where.whole_graph:
+            return [q.triple for q in ox_store.quads_for_pattern(None, None, None, where.graph)]
+        node = ox.NamedNode(where.iri)
+        out = [q.triple for q in ox_store.quads_for_pattern(node, None, None, where.graph)]
+        if where.iri == where.benchmark:
+            out += [q.triple for q in ox_store.quads_for_pattern(node, None, None, CATALOG_GRAPH)]
+        return out
+
+    def types(self, where: Located) -> set[str]:
+        ox_store = self.store.oxigraph
+        found = ox_store.quads_for_pattern(ox.NamedNode(where.iri), ox.NamedNode(RDF_TYPE), None, where.graph)
+        return {term_value(q.object) for q in found}
+
+    # -- service-wide documents ------------------------------------------------------------
+    def service_description(self, endpoint: str, *, writable: bool, federated: bool, void_url: str) -> list[ox.Triple]:
+        """SPARQL 1.1 Service Description of the endpoint at ``endpoint``."""
+        svc, dataset = ox.BlankNode("service"), ox.BlankNode("dataset")
+        t = _Triples()
+        t.add(svc, RDF_TYPE, ox.NamedNode(SD + "Service"))
+        t.add(svc, SD + "endpoint", ox.NamedNode(endpoint))
+        t.add(svc, SD + "supportedLanguage", ox.NamedNode(SD + "SPARQL11Query"))
+        if writable:
+            t.add(svc, SD + "supportedLanguage", ox.NamedNode(SD + "SPARQL11Update"))
+        for fmt in (*RESULTS, *GRAPHS):
+            t.add(svc, SD + "resultFormat", ox.NamedNode(FORMATS + _FORMAT_IRIS[fmt]))
+        t.add(svc, SD + "feature", ox.NamedNode(SD + "UnionDefaultGraph"))
+        if federated:
+            t.add(svc, SD + "feature", ox.NamedNode(SD + "BasicFederatedQuery"))
+        t.add(svc, SD + "defaultDataset", dataset)
+        t.add(dataset, RDF_TYPE, ox.NamedNode(SD + "Dataset"))
+        t.add(dataset, VOID + "sparqlEndpoint", ox.NamedNode(endpoint))
+        t.add(dataset, RDF_TYPE, ox.NamedNode(VOID + "Dataset"))
+        t.add(dataset, DCT + "description", ox.Literal(f"VoID description: {void_url}"))
+        default = ox.BlankNode("default")
+        t.add(dataset, SD + "defaultGraph", default)
+        t.add(default, RDF_TYPE, ox.NamedNode(SD + "Graph"))
+        total = 0
+        for bench, graph in sorted(self.store._live().items()):
+            count = self._triple_count(bench)
+            total += count
+            named, desc = ox.BlankNode(), ox.BlankNode()
+            t.add(dataset, SD + "namedGraph", named)
+            t.add(named, RDF_TYPE, ox.NamedNode(SD + "NamedGraph"))
+            t.add(named, SD + "name", graph)
+            t.add(named, SD + "graph", desc)
+            t.add(desc, RDF_TYPE, ox.NamedNode(SD + "Graph"))
+            t.add(desc, VOID + "triples", ox.Literal(count))
+            t.add(desc, DCT + "source", ox.NamedNode(bench))
+        t.add(default, VOID + "triples", ox.Literal(total))
+        return t.triples
+
+    def _triple_count(self, bench: str) -> int:
+        value = self.store._catalog_value(bench, KARENINA + "tripleCount")
+        return int(value) if value is not None else 0
+
+    def void(self, *, endpoint: str, void_url: str, server: str) -> list[ox.Triple]:
+        """A VoID description: the store as a dataset, each benchmark a subset with its counts,
+        SPARQL endpoint, data dumps and class partitions."""
+        root = ox.NamedNode(void_url + "#dataset")
+        t = _Triples()
+        t.add(root, RDF_TYPE, ox.NamedNode(VOID + "Dataset"))
+        t.add(root, DCT + "title", ox.Literal("karenina-rdf benchmarks"))
+        t.add(root, VOID + "sparqlEndpoint", ox.NamedNode(endpoint))
+        t.add(root, VOID + "uriSpace", ox.Literal(self.base + "benchmarks/"))
+        for vocab in (SCHEMA, KARENINA):
+            t.add(root, VOID + "vocabulary", ox.NamedNode(vocab))
+        total = 0
+        classes = self._class_counts()
+        for bench, graph in sorted(self.store._live().items()):
+            node = ox.NamedNode(bench)
+            count = self._triple_count(bench)
+            total += count
+            t.add(root, VOID + "subset", node)
+            t.add(node, RDF_TYPE, ox.NamedNode(VOID + "Dataset"))
+            found = self.store.oxigraph.quads_for_pattern(node, ox.NamedNode(SCHEMA + "name"), None, graph)
+            name = next((term_value(q.object) for q in found), None)
+            if name is not None:
+                t.add(node, DCT + "title", ox.Literal(name))
+            t.add(node, VOID + "triples", ox.Literal(count))
+            t.add(node, VOID + "sparqlEndpoint", ox.NamedNode(endpoint))
+            t.add(node, VOID + "dataDump", ox.NamedNode(server + self.path_for(graph.value) + ".nt"))
+            t.add(node, VOID + "dataDump", ox.NamedNode(server + self.path_for(bench) + "/checkpoint.jsonld"))
+            t.add(node, VOID + "rootResource", node)
+            entities = 0
+            for cls, n in sorted(classes.get(graph.value, {}).items()):
+                part = ox.BlankNode()
+                t.add(node, VOID + "classPartition", part)
+                t.add(part, VOID + "class", ox.NamedNode(cls))
+                t.add(part, VOID + "entities", ox.Literal(n))
+                entities += n
+            t.add(node, VOID + "entities", ox.Literal(entities))
+        t.add(root, VOID + "triples", ox.Literal(total))
+        return t.triples
+
+    def _class_counts(self) -> dict[str, dict[str, int]]:
+        graphs: list[ox.NamedNode | ox.BlankNode] = list(self.store._live().values())
+        if not graphs:
+            return {}
+        rows = self.store.oxigraph.query(
+            "SELECT ?g ?c (COUNT(?s) AS ?n) WHERE { GRAPH ?g { ?s a ?c } } GROUP BY ?g ?c",
+            named_graphs=graphs,
+        )
+        out: dict[str, dict[str, int]] = {}
+        for row in solutions(rows):
+            out.setdefault(term_value(row["g"]), {})[term_value(row["c"])] = int(term_value(row["n"]))
+        return out
+
+
+class _Triples:
+    def __init__(self) -> None:
+        self.triples: list[ox.Triple] = []
+
+    def add(self, s: ox.NamedNode | ox.BlankNode, p: str, o: ox.NamedNode | ox.BlankNode | ox.Literal) -> None:
+        self.triples.append(ox.Triple(s, ox.NamedNode(p), o))
+
+
+def alternates(path: str, formats: Iterable[str] = ("html", *GRAPHS)) -> str:
+    """A ``Link`` header value naming each format's URL (the path plus its suffix)."""
+    by_format = {f: s for s, f in SUFFIXES.items()}
+    return ", ".join(f'<{path}{by_format[f]}>; rel="alternate"; type="{MEDIA_TYPES[f][0]}"' for f in formats)

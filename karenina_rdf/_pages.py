@@ -1,0 +1,346 @@
+"""The endpoint's HTML pages: the benchmark index, a page per dereferenced IRI (benchmark,
+question, or a table of any other resource's triples), the named queries and a SPARQL editor
+(YASGUI, served from ``static/yasgui/``; nothing is loaded from another host).
+
+Pages are Jinja2 templates (``templates/``, autoescaped) filled from :mod:`._page_data`, whose
+store reads run on the endpoint's worker threads.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from functools import partial
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+from urllib.parse import unquote, urlencode
+
+import pyoxigraph as ox
+from fastapi import FastAPI, Request
+from fastapi.responses import HTMLResponse, Response
+from jinja2 import Environment, FileSystemLoader, StrictUndefined
+
+from ._errors import InvalidValueError, NotFoundError
+from ._graph import term_value
+from ._ids import owning_question
+from ._linked import Located
+from ._page_data import (
+    PAGE_SIZE,
+    BenchmarkHeader,
+    QuestionTable,
+    benchmark_header,
+    benchmark_rows,
+    graph_sample,
+    question_count,
+    question_table,
+    question_view,
+)
+from ._page_terms import compact, editor_text, highlighted, named_query_views, term_view
+from ._protocol import MEDIA_TYPES, SUFFIXES
+from ._queries import named_queries
+from ._vocab import PREFIXES, SCHEMA, sparql_prefixes
+
+if TYPE_CHECKING:
+    from ._endpoint import Endpoint
+
+T = TypeVar("T")
+_ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}T")
+TEMPLATES = Path(__file__).parent / "templates"
+GRAPH_PAGE_TRIPLES = 1000  # a graph page shows this many triples; the downloads have them all
+_FORMAT_LABELS = {"turtle": "Turtle", "ntriples": "N-Triples", "jsonld": "JSON-LD", "rdfxml": "RDF/XML", "html": "HTML"}
+# Offered by the editor's prefix completion besides the store's own four.
+_COMMON_PREFIXES = {
+    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
+    "owl": "http://www.w3.org/2002/07/owl#",
+    "dcterms": "http://purl.org/dc/terms/",
+    "sh": "http://www.w3.org/ns/shacl#",
+    "void": "http://rdfs.org/ns/void#",
+    "sd": "http://www.w3.org/ns/sparql-service-description#",
+}
+_DEFAULT_QUERY = (
+    sparql_prefixes()
+    + """
+# Questions per benchmark. Edit the query and press the run button (or Ctrl+Enter);
+# the named queries beside the editor load into it.
+SELECT ?benchmark ?version ?questions WHERE {
+  { SELECT ?b (COUNT(?q) AS ?questions) WHERE { ?q schema:isPartOf ?b } GROUP BY ?b }
+  ?b schema:name ?benchmark .
+  OPTIONAL { ?b schema:version ?version }
+}
+ORDER BY ?benchmark
+"""
+)
+
+
+def _when(value: str | None) -> str:
+    """A stored date string, easier to read. Karenina's dates are free text: only an ISO date's
+    ``T`` and a UTC offset are touched."""
+    if not value:
+        return "—"
+    if _ISO_DATE.match(value):
+        value = value[:10] + " " + value[11:]
+    return value.replace("+00:00", " UTC")
+
+
+def _label(located: Located, triples: list[ox.Triple], bench_name: str) -> str:
+    """What a generic resource page calls its resource: its name, else the start of its text,
+    else the last segment of its IRI."""
+    if located.whole_graph:
+        return f"Graph of {bench_name}"
+    by_predicate = {t.predicate.value: term_value(t.object) for t in reversed(triples)}
+    name, text = by_predicate.get(SCHEMA + "name"), by_predicate.get(SCHEMA + "text")
+    if name:
+        return name
+    if text:
+        return text if len(text) <= 80 else text[:79] + "…"
+    return unquote(located.iri.rstrip("/").rsplit("/", 1)[-1])
+
+
+def _page_number(request: Request) -> int:
+    try:
+        return int(request.query_params.get("page", "1"))
+    except ValueError:
+        return 1
+
+
+class Pages:
+    """The HTML side of :class:`~karenina_rdf._endpoint.Endpoint`."""
+
+    def __init__(self, endpoint: Endpoint) -> None:
+        self.endpoint = endpoint
+        self.site = endpoint.site
+        self.env = Environment(
+            loader=FileSystemLoader(TEMPLATES),
+            autoescape=True,
+            undefined=StrictUndefined,
+            trim_blocks=True,
+            lstrip_blocks=True,
+        )
+        self.env.filters["local"] = self.site.path_for
+        self.env.filters["compact"] = compact
+        self.env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False)
+        self.env.filters["when"] = _when
+        self.env.globals["formats"] = self.formats
+
+    def add_routes(self, app: FastAPI) -> None:
+        routes: list[tuple[str, Callable[[Request], Any]]] = [
+            ("/", self.index),
+            ("/query", self.query_page),
+            ("/query/{name}", self.named_query_page),
+        ]
+        for path, handler in routes:
+            app.add_api_route(path, handler, methods=["GET"], include_in_schema=False)
+
+    # -- helpers ---------------------------------------------------------------------------
+    async def _run(self, job: Callable[[], T]) -> T:
+        return await self.endpoint.in_thread(job)
+
+    def _render(self, page: str, /, status: int = 200, **context: Any) -> HTMLResponse:
+        context.setdefault("alternates", [])
+        html = self.env.get_template(page).render(**context)
+        return HTMLResponse(html, status_code=status)
+
+    @staticmethod
+    def formats(path: str) -> list[dict[str, str]]:
+        """The URLs of a resource's formats (its path plus a suffix), HTML first."""
+        by_format = {f: s for s, f in SUFFIXES.items()}
+        order = ("html", "turtle", "ntriples", "jsonld", "rdfxml")
+        return [
+            {"type": MEDIA_TYPES[f][0], "href": path + by_format[f], "label": _FORMAT_LABELS[f], "format": f}
+            for f in order
+        ]
+
+    # -- index -----------------------------------------------------------------------------
+    async def index(self, request: Request) -> Response:
+        ep = self.endpoint
+        rows = await self._run(lambda: benchmark_rows(ep.store, ep.dataset()))
+        void = [{"type": "text/turtle", "href": "/.well-known/void", "label": "VoID (Turtle)", "format": "turtle"}]
+        return self._render("index.html", nav="benchmarks", title="Benchmarks", rows=rows, alternates=void)
+
+    # -- resources -------------------------------------------------------------------------
+    async def resource_page(self, request: Request, located: Located) -> Response:
+        types = await self._run(partial(self.site.types, located))
+        if not located.whole_graph:
+            if located.iri == located.benchmark and SCHEMA + "DataFeed" in types:
+                return await self._benchmark_page(request, located)
+            if SCHEMA + "Question" in types:
+                page = await self._question_page(located)
+                if page is not None:
+                    return page
+        return await self._resource_page(located, types)
+
+    async def _benchmark_page(self, request: Request, located: Located) -> Response:
+        store, bench, graph = self.endpoint.store, located.benchmark, located.graph
+        needle = request.query_params.get("q", "").strip()
+        page = _page_number(request)
+
+        def job() -> tuple[BenchmarkHeader, QuestionTable]:
+            table = question_table(store, bench, graph, page, needle)
+            count = question_count(store, bench, graph) if needle else table.total
+            return benchmark_header(store, bench, graph, count), table
+
+        header, table = await self._run(job)
+        path = self.site.path_for(bench)
+
+        def page_url(n: int) -> str:
+            params = {"page": str(n)} | ({"q": needle} if needle else {})
+            return f"{path}?{urlencode(params)}"
+
+        graph_path = self.site.path_for(graph.value)
+        downloads = [
+            {
+                "label": "Karenina checkpoint (JSON-LD)",
+                "href": path + "/checkpoint.jsonld",
+                "type": "application/ld+json",
+            },
+            {"label": "Benchmark graph (Turtle)", "href": graph_path + ".ttl", "type": "text/turtle"},
+            {"label": "Benchmark graph (N-Triples)", "href": graph_path + ".nt", "type": "application/n-triples"},
+        ]
+        alternates = [*self.formats(path)[1:], {"type": "application/ld+json", "href": downloads[0]["href"]}]
+        return self._render(
+            "benchmark.html",
+            nav="benchmarks",
+            title=header.info.name,
+            header=header,
+            table=table,
+            path=path,
+            graph_path=graph_path,
+            page_url=page_url,
+            page_size=PAGE_SIZE,
+            downloads=downloads,
+            alternates=alternates,
+        )
+
+    async def _question_page(self, located: Located) -> Response | None:
+        ep = self.endpoint
+        view = await self._run(
+            lambda: question_view(ep.store, located.benchmark, located.graph, located.iri, ep.dataset())
+        )
+        if view is None:
+            return None
+        q = view.question
+        template = q.template
+        code = highlighted(template.code, "python") if template else None
+        path = self.site.path_for(located.iri)
+        return self._render(
+            "question.html",
+            nav="benchmarks",
+            title=q.question,
+            view=view,
+            q=q,
+            template=template,
+            code=code,
+            path=path,
+            bench_path=self.site.path_for(located.benchmark),
+            alternates=self.formats(path)[1:],
+        )
+
+    async def _resource_page(self, located: Located, types: set[str]) -> Response:
+        store, site, bench = self.endpoint.store, self.site, located.benchmark
+
+        def text_of(iri: str) -> str | None:
+            found = store.oxigraph.quads_for_pattern(
+                ox.NamedNode(iri), ox.NamedNode(SCHEMA + "text"), None, located.graph
+            )
+            return next((term_value(q.object) for q in found), None)
+
+        def job() -> tuple[list[ox.Triple], str, tuple[str, str] | None]:
+            if located.whole_graph:
+                triples = list(graph_sample(store, located.graph, GRAPH_PAGE_TRIPLES + 1))
+            else:
+                triples = site.describe(located)
+            names = store.oxigraph.quads_for_pattern(
+                ox.NamedNode(bench), ox.NamedNode(SCHEMA + "name"), None, located.graph
+            )
+            name = next((term_value(q.object) for q in names), bench)
+            item_of = None
+            if SCHEMA + "DataFeedItem" in types:
+                question = next((term_value(t.object) for t in triples if t.predicate.value == SCHEMA + "item"), None)
+                if question is not None:
+                    item_of = (site.path_for(question), text_of(question) or question)
+            return triples, name, item_of
+
+        triples, bench_name, item_of = await self._run(job)
+        more = len(triples) > GRAPH_PAGE_TRIPLES
+        triples = triples[:GRAPH_PAGE_TRIPLES]
+        rows = [
+            {
+                "subject": term_view(t.subject, site, bench),
+                "predicate": term_view(t.predicate, site, bench),
+                "object": term_view(t.object, site, bench),
+            }
+            for t in triples
+        ]
+        if not located.whole_graph:
+            rows.sort(key=lambda r: (r["predicate"].text != "rdf:type", r["predicate"].text))
+        code = None
+        if SCHEMA + "SoftwareSourceCode" in types:
+            text = next((term_value(t.object) for t in triples if t.predicate.value == SCHEMA + "text"), None)
+            code = highlighted(text, "python") if text is not None else None
+        owner = owning_question(bench, located.iri)
+        path = site.path_for(located.iri)
+        label = _label(located, triples, bench_name)
+        return self._render(
+            "resource.html",
+            nav="benchmarks",
+            title=label,
+            label=label,
+            located=located,
+            types=sorted(compact(t) for t in types),
+            rows=rows,
+            more=more,
+            code=code,
+            item_of=item_of,
+            owner=(owner[0], site.path_for(owner[1])) if owner and owner[1] != located.iri else None,
+            bench_name=bench_name,
+            bench_path=site.path_for(bench),
+            path=path,
+            alternates=self.formats(path)[1:],
+        )
+
+    # -- SPARQL ----------------------------------------------------------------------------
+    async def query_page(self, request: Request) -> Response:
+        return self._query_page()
+
+    async def named_query_page(self, request: Request) -> Response:
+        """The editor with a named query in it, its parameters bound from the URL."""
+        name = request.path_params["name"]
+        named = named_queries().get(name)
+        if named is None:
+            raise NotFoundError(f"no named query {name!r}; the named queries are listed at /queries")
+        values = {k: v for k, v in request.query_params.items() if k != "format" and v != ""}
+        try:
+            text = editor_text(named, values)
+            error = None
+        except InvalidValueError as exc:
+            text, error = editor_text(named), str(exc)
+        return self._query_page(initial={"text": text, "title": named.title}, error=error)
+
+    def _query_page(self, initial: Mapping[str, str] | None = None, error: str | None = None) -> HTMLResponse:
+        queries = named_query_views()
+        config = {
+            "endpoint": "/sparql",
+            "prefixes": dict(PREFIXES),
+            "completionPrefixes": {**_COMMON_PREFIXES, **PREFIXES},
+            "defaultQuery": _DEFAULT_QUERY,
+            "initial": initial,
+            "queries": {q["name"]: {"title": q["title"], "text": q["text"]} for q in queries},
+        }
+        service = [{"type": "text/turtle", "href": "/sparql?format=turtle", "label": "Service description"}]
+        return self._render(
+            "query.html",
+            status=400 if error else 200,
+            nav="sparql",
+            title="SPARQL",
+            config=config,
+            queries=queries,
+            error=error,
+            alternates=service,
+        )
+
+    async def queries_page(self, request: Request) -> Response:
+        queries = named_query_views()
+        for q in queries:
+            q["html"] = highlighted(q["sparql"], "sparql")
+        return self._render("queries.html", nav="queries", title="Named queries", queries=queries)

@@ -1,0 +1,150 @@
+"""What the endpoint needs to know of a SPARQL text before pyoxigraph runs it.
+
+pyoxigraph offers no syntax tree, and two rules of the endpoint are about the text itself: a
+``SERVICE`` call to a host nobody allowed is refused, and the protocol's ``using-graph-uri`` /
+``using-named-graph-uri`` become ``USING`` clauses of each ``DELETE``/``INSERT … WHERE``. A token
+scanner that skips comments, strings and IRIs is enough for both: the text has already been
+parsed (and so is valid SPARQL) when these run, or it is parsed right after.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from urllib.parse import urljoin
+
+_IRI = re.compile(r"<([^<>\"{}|^`\\\s]*)>")
+_WORD = re.compile(r"[?$]?[A-Za-z0-9_\-:%.\u00b7\u00c0-\U000effff]+")
+_SPACE = re.compile(r"\s+")
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "iri", "word", "string", "punct"
+    text: str
+    start: int
+    depth: int  # braces open before this token
+
+
+def tokens(text: str) -> Iterator[Token]:
+    """The tokens of ``text``; comments and whitespace are dropped."""
+    i, n, depth = 0, len(text), 0
+    while i < n:
+        ch = text[i]
+        if ch.isspace():
+            i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
+            continue
+        if ch == "#":
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+            continue
+        if ch in "\"'":
+            quote = ch * 3 if text.startswith(ch * 3, i) else ch
+            j = i + len(quote)
+            while j < n and not text.startswith(quote, j):
+                j += 2 if text[j] == "\\" else 1
+            yield Token("string", text[i : j + len(quote)], i, depth)
+            i = j + len(quote)
+            continue
+        if ch == "<":
+            m = _IRI.match(text, i)
+            if m:
+                yield Token("iri", m.group(1), i, depth)
+                i = m.end()
+                continue
+        m = _WORD.match(text, i)
+        if m and m.end() > i:
+            word = m.group(0).rstrip(".")  # a name never ends with '.', a triple does
+            if word:
+                yield Token("word", word, i, depth)
+                i += len(word)
+                continue
+        if ch == "}":
+            depth -= 1
+        yield Token("punct", ch, i, depth)
+        if ch == "{":
+            depth += 1
+        i += 1
+
+
+def _declarations(toks: Sequence[Token], prefixes: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
+    known, base = dict(prefixes), None
+    for k, tok in enumerate(toks[:-1]):
+        word = tok.text.upper() if tok.kind == "word" else ""
+        if word == "BASE" and toks[k + 1].kind == "iri":
+            base = toks[k + 1].text
+        elif word == "PREFIX" and k + 2 < len(toks) and toks[k + 2].kind == "iri":
+            known[toks[k + 1].text.rstrip(":")] = toks[k + 2].text
+    return known, base
+
+
+def service_targets(text: str, prefixes: Mapping[str, str] | None = None) -> list[str | None]:
+    """The IRI of every ``SERVICE`` in ``text``, resolved; None for a ``SERVICE ?var``."""
+    toks = list(tokens(text))
+    known, base = _declarations(toks, prefixes or {})
+    out: list[str | None] = []
+    for k, tok in enumerate(toks):
+        if tok.kind != "word" or tok.text.upper() != "SERVICE":
+            continue
+        nxt = toks[k + 1] if k + 1 < len(toks) else None
+        if nxt is not None and nxt.kind == "word" and nxt.text.upper() == "SILENT":
+            nxt = toks[k + 2] if k + 2 < len(toks) else None
+        if nxt is None:
+            continue
+        if nxt.kind == "iri":
+            out.append(urljoin(base, nxt.text) if base else nxt.text)
+        elif nxt.kind == "word" and nxt.text[0] in "?$":
+            out.append(None)
+        elif nxt.kind == "word" and ":" in nxt.text:
+            prefix, _, local = nxt.text.partition(":")
+            out.append(known[prefix] + local if prefix in known else nxt.text)
+    return out
+
+
+def load_targets(update: str, prefixes: Mapping[str, str] | None = None) -> list[str]:
+    """The IRI of every ``LOAD`` in an update, resolved."""
+    toks = list(tokens(update))
+    known, base = _declarations(toks, prefixes or {})
+    out = []
+    for k, tok in enumerate(toks):
+        if tok.kind == "word" and tok.text.upper() == "LOAD":
+            nxt = toks[k + 1] if k + 1 < len(toks) else None
+            if nxt is not None and nxt.kind == "word" and nxt.text.upper() == "SILENT":
+                nxt = toks[k + 2] if k + 2 < len(toks) else None
+            if nxt is not None and nxt.kind == "iri":
+                out.append(urljoin(base, nxt.text) if base else nxt.text)
+            elif nxt is not None and nxt.kind == "word":
+                prefix, _, local = nxt.text.partition(":")
+                out.append(known[prefix] + local if prefix in known else nxt.text)
+    return out
+
+
+def names_dataset(update: str) -> bool:
+    """Whether an update names its own dataset (``USING``, ``USING NAMED`` or ``WITH``), which
+    the protocol forbids beside ``using-graph-uri`` / ``using-named-graph-uri`` (§2.2.3)."""
+    return any(t.kind == "word" and t.text.upper() in ("USING", "WITH") for t in tokens(update))
+
+
+def add_using(update: str, default_graphs: Sequence[str], named_graphs: Sequence[str]) -> str:
+    """``update`` with ``USING <g>`` / ``USING NAMED <g>`` before the ``WHERE`` of every
+    ``DELETE``/``INSERT … WHERE`` operation, as the protocol's ``using-graph-uri`` and
+    ``using-named-graph-uri`` ask. ``DELETE WHERE { … }`` (no template) takes no USING clause
+    in SPARQL and is left as it is."""
+    clause = " ".join([*(f"USING <{g}>" for g in default_graphs), *(f"USING NAMED <{g}>" for g in named_graphs)])
+    if not clause:
+        return update
+    toks = list(tokens(update))
+    at = [
+        tok.start
+        for k, tok in enumerate(toks)
+        if tok.kind == "word"
+        and tok.depth == 0
+        and tok.text.upper() == "WHERE"
+        and k > 0
+        and toks[k - 1].kind == "punct"
+        and toks[k - 1].text == "}"
+    ]
+    for start in reversed(at):
+        update = f"{update[:start]}{clause} {update[start:]}"
+    return update

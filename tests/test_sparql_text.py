@@ -1,0 +1,109 @@
+"""The token scanner behind the endpoint's SERVICE/LOAD refusal and its USING clauses."""
+
+from __future__ import annotations
+
+import pyoxigraph as ox
+import pytest
+
+from karenina_rdf._sparql_text import add_using, load_targets, names_dataset, service_targets, tokens
+
+SERVICE_CASES = [
+    ("SELECT * { SERVICE <http://a/sparql> { ?s ?p ?o } }", ["http://a/sparql"]),
+    ("select * { service silent <http://a/> { ?s ?p ?o } }", ["http://a/"]),
+    ("PREFIX ex: <http://ex/> SELECT * { SERVICE ex:sparql { ?s ?p ?o } }", ["http://ex/sparql"]),
+    ("SELECT * { ?x <http://p> ?svc SERVICE ?svc { ?s ?p ?o } }", [None]),
+    ("BASE <http://b/dir/> SELECT * { SERVICE <sparql> { ?s ?p ?o } }", ["http://b/dir/sparql"]),
+    ("SELECT * { SERVICE schema:x { ?s ?p ?o } }", ["https://schema.org/x"]),  # a predeclared prefix
+    # The word SERVICE in a string, an IRI, a comment or a name is no SERVICE call.
+    ('SELECT * { ?s ?p "SERVICE <http://a/>" }', []),
+    ("SELECT * { ?s <http://SERVICE/x> ?o } # SERVICE <http://a/>", []),
+    ("SELECT ?SERVICE { ?SERVICE ?p ?o }", []),
+    ("SELECT * { ?s ?p '''x\n SERVICE <http://a/> '''}", []),
+    (
+        "SELECT * { SERVICE <http://a/> { ?s ?p ?o } SERVICE <http://b/> { ?s ?p ?o } }",
+        ["http://a/", "http://b/"],
+    ),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), SERVICE_CASES)
+def test_service_targets(text: str, expected: list[str | None]) -> None:
+    assert service_targets(text, {"schema": "https://schema.org/"}) == expected
+
+
+LOAD_CASES = [
+    ("LOAD <http://a/data.ttl>", ["http://a/data.ttl"]),
+    ("load silent <http://a/x> INTO GRAPH <http://g>", ["http://a/x"]),
+    ("PREFIX d: <file:///etc/> LOAD d:passwd", ["file:///etc/passwd"]),
+    ("INSERT DATA { <http://s> <http://p> 'LOAD <http://a/>' }", []),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), LOAD_CASES)
+def test_load_targets(text: str, expected: list[str]) -> None:
+    assert load_targets(text) == expected
+
+
+USING_CASES = [
+    # (update, default, named, expected text)
+    (
+        "INSERT { GRAPH <http://out> { ?s a <http://C> } } WHERE { ?s ?p ?o }",
+        ["http://g1"],
+        [],
+        "INSERT { GRAPH <http://out> { ?s a <http://C> } } USING <http://g1> WHERE { ?s ?p ?o }",
+    ),
+    (
+        "DELETE { ?s ?p ?o } INSERT { ?s ?p 1 } WHERE { ?s ?p ?o } ; INSERT { ?a ?b 2 } WHERE { ?a ?b ?c }",
+        ["http://g1"],
+        ["http://n1"],
+        "DELETE { ?s ?p ?o } INSERT { ?s ?p 1 } USING <http://g1> USING NAMED <http://n1> WHERE { ?s ?p ?o } ; "
+        "INSERT { ?a ?b 2 } USING <http://g1> USING NAMED <http://n1> WHERE { ?a ?b ?c }",
+    ),
+    # DELETE WHERE and INSERT DATA take no USING; a WHERE inside a group is not an operation's.
+    ("DELETE WHERE { ?s ?p ?o }", ["http://g1"], [], "DELETE WHERE { ?s ?p ?o }"),
+    (
+        "INSERT DATA { <http://a> <http://b> 'WHERE' }",
+        ["http://g1"],
+        [],
+        "INSERT DATA { <http://a> <http://b> 'WHERE' }",
+    ),
+    ("INSERT { ?s ?p ?o } WHERE { ?s ?p ?o }", [], [], "INSERT { ?s ?p ?o } WHERE { ?s ?p ?o }"),
+]
+
+
+@pytest.mark.parametrize(("update", "default", "named", "expected"), USING_CASES)
+def test_add_using(update: str, default: list[str], named: list[str], expected: str) -> None:
+    result = add_using(update, default, named)
+    assert result == expected
+    ox.Store().update(result)  # still a valid update
+
+
+def test_add_using_changes_what_the_update_reads() -> None:
+    store = ox.Store()
+    store.update(
+        "INSERT DATA { GRAPH <http://g1> { <http://a> a <http://Doc> } "
+        "GRAPH <http://g2> { <http://b> a <http://Doc> } }"
+    )
+    update = "INSERT { GRAPH <http://out> { ?s a <http://Seen> } } WHERE { ?s a <http://Doc> }"
+    store.update(add_using(update, ["http://g1"], []))
+    seen = {q.subject.value for q in store.quads_for_pattern(None, None, None, ox.NamedNode("http://out"))}
+    assert seen == {"http://a"}
+
+
+@pytest.mark.parametrize(
+    ("update", "expected"),
+    [
+        ("INSERT { ?s ?p ?o } USING <http://g> WHERE { ?s ?p ?o }", True),
+        ("WITH <http://g> DELETE { ?s ?p ?o } WHERE { ?s ?p ?o }", True),
+        ("INSERT DATA { <http://a> <http://b> 'USING WITH' }", False),
+        ("INSERT { ?s ?p ?o } WHERE { ?s ?p ?o }", False),
+    ],
+)
+def test_names_dataset(update: str, expected: bool) -> None:
+    assert names_dataset(update) is expected
+
+
+def test_tokens_track_brace_depth_and_skip_comments() -> None:
+    toks = list(tokens("SELECT * { ?s ?p 'a}' # }\n { ?x ?y <http://z> } }"))
+    assert [(t.text, t.depth) for t in toks if t.kind == "punct"] == [("*", 0), ("{", 0), ("{", 1), ("}", 1), ("}", 0)]
+    assert [t.text for t in toks if t.kind == "iri"] == ["http://z"]
