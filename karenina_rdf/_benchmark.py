@@ -70,6 +70,24 @@ class BenchmarkInfo(BaseModel):
     question_count: int
 
 
+def benchmark_info(header: dict[str, Any], *, benchmark_id: str, iri: str, question_count: int) -> BenchmarkInfo:
+    """A benchmark's header JSON (its checkpoint without the items) as a BenchmarkInfo."""
+    ratings = [RubricTrait.from_rating(r) for r in header.get("rating") or []]
+    return BenchmarkInfo(
+        id=benchmark_id,
+        iri=iri,
+        name=header.get("name") or "",
+        description=header.get("description") or "",
+        version=header.get("version") or "0.1.0",
+        creator=_creator_name(header.get("creator")),
+        date_created=header.get("dateCreated"),
+        date_modified=header.get("dateModified"),
+        custom_properties=_properties(header),
+        global_rubric=[t for t in ratings if not t.dynamic],
+        question_count=question_count,
+    )
+
+
 class Benchmark:
     """One benchmark in a :class:`Store`, addressed by its IRI."""
 
@@ -213,21 +231,7 @@ class Benchmark:
 
     def info(self) -> BenchmarkInfo:
         """The benchmark's own data in one read of its DataFeed node."""
-        h = self._header()
-        ratings = [RubricTrait.from_rating(r) for r in h.get("rating") or []]
-        return BenchmarkInfo(
-            id=self.id,
-            iri=self.iri,
-            name=h.get("name") or "",
-            description=h.get("description") or "",
-            version=h.get("version") or "0.1.0",
-            creator=_creator_name(h.get("creator")),
-            date_created=h.get("dateCreated"),
-            date_modified=h.get("dateModified"),
-            custom_properties=_properties(h),
-            global_rubric=[t for t in ratings if not t.dynamic],
-            question_count=len(self),
-        )
+        return benchmark_info(self._header(), benchmark_id=self.id, iri=self.iri, question_count=len(self))
 
     @property
     def id(self) -> str:

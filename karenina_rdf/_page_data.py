@@ -15,13 +15,12 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from ._benchmark import Benchmark, BenchmarkInfo, _creator_name, _properties
+from ._benchmark import Benchmark, BenchmarkInfo, benchmark_info
 from ._errors import QuestionNotFoundError
 from ._export import benchmark_json
 from ._graph import DATA_FEED_ELEMENT, node_index, solutions, term_value
 from ._ids import item_iri
 from ._question import Question
-from ._rubric import RubricTrait
 from ._store import Store
 from ._vocab import CATALOG_GRAPH, KARENINA, PREFIXES, SCHEMA
 
@@ -204,21 +203,9 @@ def benchmark_header(store: Store, bench: str, graph: ox.NamedNode, questions: i
     index = node_index(store.oxigraph, graph, [o for o in owned if o.startswith(bench + "/")])
     index[bench] = root
     header = benchmark_json(index, bench, [])
-    traits = [RubricTrait.from_rating(r) for r in header.get("rating") or []]
     identifier = root.get(SCHEMA + "identifier")
-    info = BenchmarkInfo(
-        id=term_value(identifier[0]) if identifier else bench,
-        iri=bench,
-        name=header.get("name") or "",
-        description=header.get("description") or "",
-        version=header.get("version") or "0.1.0",
-        creator=_creator_name(header.get("creator")),
-        date_created=header.get("dateCreated"),
-        date_modified=header.get("dateModified"),
-        custom_properties=_properties(header),
-        global_rubric=[t for t in traits if not t.dynamic],
-        question_count=questions,
-    )
+    benchmark_id = term_value(identifier[0]) if identifier else bench
+    info = benchmark_info(header, benchmark_id=benchmark_id, iri=bench, question_count=questions)
     catalog = {
         q.predicate.value: term_value(q.object)
         for q in store.oxigraph.quads_for_pattern(ox.NamedNode(bench), None, None, CATALOG_GRAPH)

@@ -30,6 +30,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from ._errors import InvalidValueError, QueryNotFoundError
+from ._sparql_text import tokens
 
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"  # the top-level queries/ (a symlink in the source tree)
 XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -163,44 +164,21 @@ def bind_values(sparql: str, values: Mapping[str, ox.NamedNode | ox.Literal]) ->
 
 
 def _where_brace(sparql: str) -> int:
-    """Index of the ``{`` opening the query's WHERE group (strings, IRIs, comments skipped)."""
-    i, n, depth, first, after_where = 0, len(sparql), 0, -1, False
-    while i < n:
-        ch = sparql[i]
-        if ch == "#":
-            i = sparql.find("\n", i)
-            i = n if i < 0 else i
+    """Index of the ``{`` opening the query's WHERE group (strings, IRIs, comments skipped):
+    the first top-level ``{`` after the keyword WHERE, or the first one when there is none."""
+    first, after_where = -1, False
+    for tok in tokens(sparql):
+        if tok.depth != 0:
             continue
-        if ch in "\"'":
-            quote = ch * 3 if sparql.startswith(ch * 3, i) else ch
-            j = i + len(quote)
-            while j < n and not sparql.startswith(quote, j):
-                j += 2 if sparql[j] == "\\" else 1
-            i = j + len(quote)
-            continue
-        if ch == "<":
-            m = re.match(r"<[^<>\"{}|^`\\\s]*>", sparql[i:])
-            if m:  # an IRI; otherwise a comparison operator
-                i += m.end()
-                continue
-        if ch == "{":
-            if depth == 0 and (after_where or first < 0):
-                if after_where:
-                    return i
-                first = i
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-        elif depth == 0 and sparql[i : i + 5].upper() == "WHERE" and not sparql[i - 1 : i].isalnum():
+        if tok.kind == "word" and tok.text.upper() == "WHERE":
             after_where = True
-        i += 1
-    if first >= 0 and not _has_where(sparql):
+        elif tok.kind == "punct" and tok.text == "{":
+            if after_where:
+                return tok.start
+            first = tok.start if first < 0 else first
+    if first >= 0 and not after_where:
         return first
     raise InvalidValueError("cannot bind parameters: the query has no WHERE group")
-
-
-def _has_where(sparql: str) -> bool:
-    return re.search(r"\bWHERE\s*\{", sparql, re.IGNORECASE) is not None
 
 
 def parse_query_file(path: Path) -> NamedQuery:

@@ -122,6 +122,15 @@ def test_endpoint_over_a_server_store(name: str, sparql_servers: dict[str, Any])
             assert page.status_code == 200
             triples = list(ox.parse(page.content, format=ox.RdfFormat.TURTLE))
             assert {t.subject.value for t in triples} == {bench.iri} and len(triples) > 5
+            # The pages read through the same calls: the index, the benchmark, a question.
+            index = c.get("/")
+            assert index.status_code == 200 and bench.name in index.text
+            html = c.get(bench.iri.removeprefix("http://127.0.0.1:8000"), headers={"Accept": "text/html"})
+            assert html.status_code == 200 and bench.name in html.text
+            question = store.query("SELECT ?q ?t WHERE { ?q a schema:Question ; schema:text ?t } LIMIT 1")
+            row = next(iter(question))
+            shown = c.get(row["q"].value.removeprefix("http://127.0.0.1:8000") + ".html")
+            assert shown.status_code == 200 and row["t"].value.split()[0] in shown.text
     finally:
         _empty(store)
         store.close()
