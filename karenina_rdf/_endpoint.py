@@ -25,7 +25,7 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ._checkpoint import read_json
@@ -34,8 +34,9 @@ from ._linked import Located, Site, alternates
 from ._pages import Pages
 from ._protocol import GRAPHS, Limits, Operation, ProtocolError, Runner, content_type, negotiate, parse_request
 from ._queries import GRAPH_FORMATS, named_queries
+from ._sparql_text import dataset_clauses
 from ._store import Store
-from ._vocab import PREFIXES
+from ._vocab import CATALOG_GRAPH, PREFIXES
 
 log = logging.getLogger("karenina_rdf.endpoint")
 T = TypeVar("T")
@@ -55,6 +56,13 @@ class EndpointSettings(BaseModel):
     cors_origins: tuple[str, ...] = ()  # "*" for any
     max_running: int = 8  # queries evaluated at once
 
+    @field_validator("write_token")
+    @classmethod
+    def _token_not_blank(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("a write token must not be empty (None makes the endpoint read-only)")
+        return value
+
 
 class Endpoint:
     """What every route shares: the store, its site, the query runner and the write lock."""
@@ -67,31 +75,53 @@ class Endpoint:
         )
         self.threads = anyio.CapacityLimiter(64)
         self._write_lock = threading.Lock()
+        self._state = threading.Lock()
         self._dataset: dict[str, Any] | None = None
         self._dataset_at = 0.0
+        self._generation = 0  # bumped at the start and end of every write
         self._writing = 0
 
     # -- the dataset a query sees ------------------------------------------------------------
     def dataset(self) -> dict[str, Any]:
         """``Store.dataset()``, remembered until the next write through this endpoint (a server
-        store is asked again after 5 s: other clients may write to it)."""
-        if self._writing:
-            return self.store.dataset()
-        fresh = self.store.remote is None or time.monotonic() - self._dataset_at < 5
-        if self._dataset is None or not fresh:
-            self._dataset, self._dataset_at = self.store.dataset(), time.monotonic()
-        return self._dataset
+        store is asked again after 5 s: other clients may write to it). Blocking: call it on a
+        worker thread."""
+        with self._state:
+            cached, generation, writing = self._dataset, self._generation, self._writing
+            fresh = self.store.remote is None or time.monotonic() - self._dataset_at < 5
+        if cached is not None and fresh and not writing:
+            return cached
+        value = self.store.dataset()
+        with self._state:
+            # Kept only if no write began or ended meanwhile: it could describe the store before it.
+            if generation == self._generation and not self._writing:
+                self._dataset, self._dataset_at = value, time.monotonic()
+        return value
 
     def write(self, job: Callable[[], T]) -> T:
-        """Run a write alone, with queries seeing the explicit dataset while it runs."""
+        """Run a write alone; queries ask the store for their dataset while it runs."""
         with self._write_lock:
-            self._writing += 1
-            self._dataset = None
+            with self._state:
+                self._writing += 1
+                self._generation += 1
+                self._dataset = None
             try:
                 return job()
             finally:
-                self._dataset = None
-                self._writing -= 1
+                with self._state:
+                    self._dataset = None
+                    self._generation += 1
+                    self._writing -= 1
+
+    def check_graphs(self, graphs: list[str]) -> None:
+        """On a server store, a request may name only the live benchmarks and the catalog: the
+        server may hold other applications' graphs. Blocking."""
+        if self.store.remote is None or not graphs:
+            return
+        visible = {g.value for g in self.store.graphs()} | {CATALOG_GRAPH.value}
+        for graph in graphs:
+            if graph not in visible:
+                raise ProtocolError(403, f"<{graph}> is not a graph of this store")
 
     def check_write(self, request: Request) -> None:
         token = self.settings.write_token
@@ -107,18 +137,38 @@ class Endpoint:
             )
 
     async def in_thread(self, job: Callable[[], T]) -> T:
-        return await anyio.to_thread.run_sync(job, limiter=self.threads)
+        return await anyio.to_thread.run_sync(partial(_contained, job), limiter=self.threads)
 
     async def timed(self, job: Callable[[], T]) -> T:
         """``job`` on a worker thread; past the time limit the client gets its 503 while the
         thread finishes on its own (see :class:`~karenina_rdf._protocol.Runner`)."""
         with anyio.move_on_after(self.settings.timeout + 0.5) as scope:
-            return await anyio.to_thread.run_sync(job, abandon_on_cancel=True, limiter=self.threads)
+            return await anyio.to_thread.run_sync(
+                partial(_contained, job), abandon_on_cancel=True, limiter=self.threads
+            )
         if scope.cancelled_caught:
             raise ProtocolError(
                 503, f"the query ran longer than the endpoint's time limit of {self.settings.timeout:g} s"
             )
         raise AssertionError("unreachable")
+
+
+def _contained(job: Callable[[], T]) -> T:
+    """Run ``job``; if it fails, log an unexpected error here and strip the tracebacks before the
+    exception leaves the thread: their frames hold pyoxigraph iterators, which must be dropped
+    on the thread that made them."""
+    try:
+        return job()
+    except BaseException as exc:
+        if not isinstance(exc, ProtocolError | KareninaRDFError):
+            log.error("unexpected error in a worker thread", exc_info=exc)
+        seen: set[int] = set()
+        e: BaseException | None = exc
+        while e is not None and id(e) not in seen:
+            seen.add(id(e))
+            e.__traceback__ = None
+            e = e.__cause__ or e.__context__
+        raise exc from None
 
 
 def _endpoint_of(request: Request) -> Endpoint:
@@ -145,28 +195,38 @@ async def sparql(request: Request) -> Response:
     if op is None:
         return await service_description(request)
     ep.runner.check_services(op.text)
-    op.base = str(request.url.replace(query=""))
+    op.base = _endpoint_url(request)
     if op.kind == "update":
         ep.check_write(request)
         return await _update(ep, op)
-    dataset = ep.dataset()
-    run = partial(
-        ep.runner.run_query,
-        ep.store.oxigraph,
-        op,
-        dataset,
-        request.headers.get("accept"),
-        op.param("format"),
-        started,
-    )
-    data, fmt = await ep.timed(run)
-    return Response(data, media_type=content_type(fmt), headers={"Vary": "Accept"})
+    return await _answer(ep, op, request.headers.get("accept"), op.param("format"), started)
+
+
+async def _answer(ep: Endpoint, op: Operation, accept: str | None, fmt: str | None, started: float) -> Response:
+    def job() -> tuple[bytes, str]:
+        named = dataset_clauses(op.text, PREFIXES) or ([], [])
+        ep.check_graphs([*op.default_graphs, *op.named_graphs, *named[0], *named[1]])
+        return ep.runner.run_query(ep.store.oxigraph, op, ep.dataset, accept, fmt, started)
+
+    data, name = await ep.timed(job)
+    return Response(data, media_type=content_type(name), headers={"Vary": "Accept"})
+
+
+def _endpoint_url(request: Request) -> str:
+    """This endpoint's URL (the base of relative IRIs); a Host header that makes no IRI is a 400."""
+    url = str(request.url.replace(query="", fragment=""))
+    try:
+        ox.NamedNode(url)
+    except ValueError:
+        raise ProtocolError(400, "the request's Host header does not make a valid URL") from None
+    return url
 
 
 async def _update(ep: Endpoint, op: Operation) -> Response:
     # The prefixes queries have predeclared, declared for updates too (a later PREFIX of the
     # update itself redefines one, as SPARQL allows).
-    prologue = "".join(f"PREFIX {name}: <{iri}>\n" for name, iri in PREFIXES.items())
+    # One line, so the parser's line numbers stay the client's.
+    prologue = " ".join(f"PREFIX {name}: <{iri}>" for name, iri in PREFIXES.items()) + " "
     text = prologue + ep.runner.prepare_update(op)
 
     def job() -> None:
@@ -174,8 +234,9 @@ async def _update(ep: Endpoint, op: Operation) -> Response:
             ep.store.update_graph(text, base_iri=op.base)
         except SyntaxError as exc:
             raise ProtocolError(400, f"SPARQL syntax error: {exc}") from None
-        except OSError as exc:
-            raise ProtocolError(500, f"the update failed: {exc}") from None
+        except (OSError, RuntimeError) as exc:
+            log.warning("update failed: %s", exc)
+            raise ProtocolError(502, "the update failed (a LOAD or the store failed)") from None
 
     await ep.in_thread(partial(ep.write, job))
     return Response(status_code=204)
@@ -188,14 +249,14 @@ async def service_description(request: Request) -> Response:
     if fmt == "html":
         pages: Pages = request.app.state.pages
         return await pages.query_page(request)
-    endpoint = str(request.url.replace(query=""))
-    triples = ep.site.service_description(
-        endpoint,
+    job = partial(
+        ep.site.service_description,
+        _endpoint_url(request),
         writable=ep.settings.write_token is not None,
         federated=bool(ep.settings.allow_service),
         void_url=_server(request) + "/.well-known/void",
     )
-    return _rdf(triples, fmt, {"Vary": "Accept"})
+    return _rdf(await ep.in_thread(job), fmt, {"Vary": "Accept"})
 
 
 async def void(request: Request) -> Response:
@@ -231,18 +292,8 @@ async def run_named_query(request: Request) -> Response:
         text = named.bind(params)
     except (InvalidValueError, ValueError) as exc:
         raise ProtocolError(400, str(exc)) from None
-    op = Operation("query", text)
-    run = partial(
-        ep.runner.run_query,
-        ep.store.oxigraph,
-        op,
-        ep.dataset(),
-        request.headers.get("accept"),
-        request.query_params.get("format"),
-        started,
-    )
-    data, fmt = await ep.timed(run)
-    return Response(data, media_type=content_type(fmt), headers={"Vary": "Accept"})
+    op = Operation("query", text, base=_endpoint_url(request))
+    return await _answer(ep, op, request.headers.get("accept"), request.query_params.get("format"), started)
 
 
 # -- benchmarks: import and delete (with the write token) -------------------------------------
@@ -255,6 +306,9 @@ async def import_benchmark(request: Request) -> Response:
     body = await request.body()
     label = request.headers.get("x-file-name") or "request body"
     doc = read_json(body, label)
+    if not isinstance(doc, dict):
+        # import_checkpoint would take a string for a path on this server's disk.
+        raise ProtocolError(400, f"{label}: a checkpoint is a JSON object, not {type(doc).__name__}")
     result = await ep.in_thread(partial(ep.write, partial(ep.store.import_checkpoint, doc, name=label)))
     status = 201 if result.status == "imported" else 200
     headers = {"Location": ep.site.path_for(result.iri)}
@@ -287,8 +341,20 @@ async def resource(request: Request) -> Response:
         response = await pages.resource_page(request, where)
         response.headers.update(headers)
         return response
-    triples = await ep.in_thread(partial(ep.site.describe, where))
-    return _rdf(triples, fmt, headers)
+    # Through the query runner: a whole graph is a large answer, under the same limits as any.
+    sparql, dataset = ep.site.describe_query(where)
+    data, name = await ep.timed(
+        partial(
+            ep.runner.run_query,
+            ep.store.oxigraph,
+            Operation("query", sparql),
+            lambda: dataset,
+            None,
+            fmt,
+            time.monotonic(),
+        )
+    )
+    return Response(data, media_type=content_type(name), headers=headers)
 
 
 async def _checkpoint(ep: Endpoint, where: Located) -> Response:
@@ -327,8 +393,10 @@ async def _on_library_error(request: Request, exc: Exception) -> Response:
     if isinstance(exc, CheckpointError | InvalidValueError):
         return _error(400, str(exc))
     if isinstance(exc, StoreError):
+        # The message may name the SPARQL server and quote its reply: for the log only.
         log.error("store error on %s %s: %s", request.method, request.url.path, exc)
-        return _error(502 if _endpoint_of(request).store.remote is not None else 500, f"store error: {exc}")
+        remote = _endpoint_of(request).store.remote is not None
+        return _error(502 if remote else 500, "the store failed (the server log has the details)")
     return _error(400, str(exc))
 
 
@@ -350,10 +418,10 @@ def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAP
     app.state.endpoint = Endpoint(store, settings)
     app.state.pages = Pages(app.state.endpoint)
     routes: list[tuple[str, Callable[[Request], Awaitable[Response]], list[str]]] = [
-        ("/sparql", sparql, ["GET", "POST", "PUT", "DELETE", "PATCH"]),
-        ("/.well-known/void", void, ["GET"]),
-        ("/queries", queries_index, ["GET"]),
-        ("/queries/{name}", run_named_query, ["GET"]),
+        ("/sparql", sparql, ["GET", "HEAD", "POST"]),
+        ("/.well-known/void", void, ["GET", "HEAD"]),
+        ("/queries", queries_index, ["GET", "HEAD"]),
+        ("/queries/{name}", run_named_query, ["GET", "HEAD"]),
         ("/benchmarks", import_benchmark, ["POST"]),
     ]
     for path, handler, methods in routes:
@@ -361,7 +429,7 @@ def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAP
     app.state.pages.add_routes(app)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_api_route("/sparql/", lambda: RedirectResponse("/sparql", 308), methods=["GET"], include_in_schema=False)
-    app.add_api_route("/{path:path}", resource, methods=["GET", "DELETE"], include_in_schema=False)
+    app.add_api_route("/{path:path}", resource, methods=["GET", "HEAD", "DELETE"], include_in_schema=False)
     app.add_exception_handler(ProtocolError, _on_protocol_error)
     app.add_exception_handler(StarletteHTTPException, _on_http_error)
     app.add_exception_handler(KareninaRDFError, _on_library_error)

@@ -64,7 +64,10 @@ def derived_benchmark_id(name: str, version: str | None) -> str:
 
 
 def segment(value: str) -> str:
-    """A reversible IRI path segment for an opaque Karenina id."""
+    """A reversible IRI path segment for an opaque Karenina id. The ids "." and ".." are
+    percent-encoded too: as they are, every HTTP client would resolve them away (RFC 3986 §5.2.4)."""
+    if value in (".", ".."):
+        return value.replace(".", "%2E")
     return quote(value, safe=_SEGMENT_SAFE)
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 import pyoxigraph as ox
@@ -48,7 +49,15 @@ def normalise_path(raw: str) -> str:
         ch = chr(int(m.group(1), 16))
         return ch if ch in _RAW else "%" + m.group(1).upper()
 
-    return _PCT.sub(fix, raw)
+    def segment(seg: str) -> str:
+        decoded = _PCT.sub(fix, seg)
+        stem = next((decoded[: -len(x)] for x in SUFFIXES if decoded.endswith(x)), decoded)
+        if stem and set(stem) == {"."}:
+            # The ids "." and ".." are minted encoded (a client would resolve them away).
+            return "%2E" * len(stem) + decoded[len(stem) :]
+        return decoded
+
+    return "/".join(segment(seg) for seg in raw.split("/"))
 
 
 @dataclass(frozen=True)
@@ -119,6 +128,17 @@ class Site:
             out += [q.triple for q in ox_store.quads_for_pattern(node, None, None, CATALOG_GRAPH)]
         return out
 
+    def describe_query(self, where: Located) -> tuple[str, dict[str, Any]]:
+        """:meth:`describe` as a CONSTRUCT query and its dataset, for the endpoint to run
+        within its time and size limits."""
+        graphs: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [where.graph]
+        if where.whole_graph:
+            return "CONSTRUCT WHERE { ?s ?p ?o }", {"default_graph": graphs}
+        if where.iri == where.benchmark:
+            graphs.append(CATALOG_GRAPH)
+        node = ox.NamedNode(where.iri)
+        return f"CONSTRUCT {{ {node} ?p ?o }} WHERE {{ {node} ?p ?o }}", {"default_graph": graphs}
+
     def types(self, where: Located) -> set[str]:
         ox_store = self.store.oxigraph
         found = ox_store.quads_for_pattern(ox.NamedNode(where.iri), ox.NamedNode(RDF_TYPE), None, where.graph)
@@ -164,7 +184,10 @@ class Site:
 
     def _triple_count(self, bench: str) -> int:
         value = self.store._catalog_value(bench, KARENINA + "tripleCount")
-        return int(value) if value is not None else 0
+        try:
+            return int(value) if value is not None else 0
+        except ValueError:  # an update may have written anything there
+            return 0
 
     def void(self, *, endpoint: str, void_url: str, server: str) -> list[ox.Triple]:
         """A VoID description: the store as a dataset, each benchmark a subset with its counts,

@@ -130,7 +130,7 @@ class Pages:
             ("/query/{name}", self.named_query_page),
         ]
         for path, handler in routes:
-            app.add_api_route(path, handler, methods=["GET"], include_in_schema=False)
+            app.add_api_route(path, handler, methods=["GET", "HEAD"], include_in_schema=False)
 
     # -- helpers ---------------------------------------------------------------------------
     async def _run(self, job: Callable[[], T]) -> T:

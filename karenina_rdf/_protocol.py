@@ -10,9 +10,10 @@ for a ``SERVICE`` or ``LOAD`` to a host nobody allowed.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import IO, Any, Literal, cast
 from urllib.parse import parse_qsl
@@ -20,8 +21,10 @@ from urllib.parse import parse_qsl
 import pyoxigraph as ox
 
 from ._queries import GRAPH_FORMATS, RESULT_FORMATS
-from ._sparql_text import add_using, load_targets, names_dataset, service_targets
+from ._sparql_text import add_using, dataset_clauses, load_targets, names_dataset, service_targets, url_allowed
 from ._vocab import PREFIXES
+
+log = logging.getLogger("karenina_rdf.endpoint")
 
 
 class ProtocolError(Exception):
@@ -85,13 +88,22 @@ def negotiate(accept: str | None, offered: Sequence[str], fmt: str | None = None
     ranges = _accepted(accept)
     best, best_q = None, 0.0
     for candidate in offered:
-        q = 0.0
+        # The most specific range that matches decides (RFC 9110 §12.5.1): `json;q=0, */*`
+        # refuses JSON. Aliases (application/json, text/xml …) count when named; a wildcard
+        # stands for the format's own type only, so text/* means CSV or Turtle, not text/xml.
         primary = MEDIA_TYPES[candidate][0]
+        specificity, q = -1, 0.0
         for pattern, weight in ranges:
-            # Aliases (application/json, text/xml …) count when named; a wildcard range stands
-            # for the format's own type only, so text/* means CSV or Turtle, not text/xml.
-            if pattern in MEDIA_TYPES[candidate] or pattern in ("*/*", primary.split("/")[0] + "/*"):
-                q = max(q, weight)
+            if pattern in MEDIA_TYPES[candidate]:
+                rank = 2
+            elif pattern == primary.split("/")[0] + "/*":
+                rank = 1
+            elif pattern == "*/*":
+                rank = 0
+            else:
+                continue
+            if rank > specificity or (rank == specificity and weight > q):
+                specificity, q = rank, weight
         if q > best_q:
             best, best_q = candidate, q
     if best is None:
@@ -245,17 +257,19 @@ class Runner:
 
     def check_services(self, text: str) -> None:
         allowed = self.limits.allow_service
+        if "*" in allowed:
+            return
         for target in service_targets(text, PREFIXES):
-            if "*" in allowed:
-                return
             if target is None:
-                raise ProtocolError(403, "SERVICE with a variable endpoint is not allowed on this endpoint")
-            if not any(target.startswith(prefix) for prefix in allowed):
+                raise ProtocolError(
+                    403, "SERVICE with an endpoint this server cannot resolve (a variable …) is not allowed here"
+                )
+            if not url_allowed(target, allowed):
                 raise ProtocolError(
                     403, f"SERVICE <{target}> is not allowed on this endpoint (start it with --allow-service)"
                 )
         for target in load_targets(text, PREFIXES):
-            if "*" not in allowed and not any(target.startswith(prefix) for prefix in allowed):
+            if not url_allowed(target, allowed):
                 raise ProtocolError(
                     403, f"LOAD <{target}> is not allowed on this endpoint (start it with --allow-service)"
                 )
@@ -264,7 +278,7 @@ class Runner:
         self,
         store: Any,
         op: Operation,
-        dataset: Mapping[str, Any],
+        dataset: Callable[[], Mapping[str, Any]],
         accept: str | None,
         fmt: str | None,
         started: float,
@@ -276,17 +290,25 @@ class Runner:
             raise timed_out(limits.timeout)
         results: Any = None
         try:
-            kwargs = dict(dataset)
             if op.default_graphs or op.named_graphs:
                 # The protocol's dataset replaces the query's FROM / FROM NAMED (§2.1.4).
-                kwargs = {
+                kwargs: dict[str, Any] = {
                     "default_graph": [ox.NamedNode(g) for g in op.default_graphs],
                     "named_graphs": [ox.NamedNode(g) for g in op.named_graphs],
                 }
+            elif dataset_clauses(op.text, PREFIXES) is not None:
+                kwargs = {}  # the query's own FROM / FROM NAMED are its dataset
+            else:
+                # Asked for now, with the slot held: a write that began while this query waited
+                # is then seen as in progress (Endpoint.dataset).
+                kwargs = dict(dataset())
             try:
                 results = store.query(op.text, base_iri=op.base, prefixes=dict(PREFIXES), **kwargs)
             except SyntaxError as exc:
                 raise ProtocolError(400, f"SPARQL syntax error: {exc}") from None
+            except (OSError, RuntimeError) as exc:
+                log.warning("query failed: %s", exc)
+                raise ProtocolError(502, "the query failed (a SERVICE call or the store failed)") from None
             offered = GRAPHS if isinstance(results, ox.QueryTriples) else RESULTS
             name = negotiate(accept, offered, fmt)
             sink = _Sink(limits.max_result_bytes, deadline, limits.timeout)
@@ -296,8 +318,10 @@ class Runner:
                     ox.serialize(results, cast(IO[bytes], sink), GRAPH_FORMATS[name], prefixes=pre)
                 else:
                     results.serialize(cast(IO[bytes], sink), RESULT_FORMATS[name])
-            except OSError as exc:
-                raise ProtocolError(500, f"the query failed while it ran: {exc}") from None
+            except (OSError, RuntimeError) as exc:
+                # A SERVICE reply or a store's own error may carry what the client must not see.
+                log.warning("query failed while it ran: %s", exc)
+                raise ProtocolError(502, "the query failed while it ran (a SERVICE call or the store failed)") from None
             if time.monotonic() > deadline:
                 raise timed_out(limits.timeout)
             return b"".join(sink.parts), name

@@ -12,11 +12,23 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
-_IRI = re.compile(r"<([^<>\"{}|^`\\\s]*)>")
-_WORD = re.compile(r"[?$]?[A-Za-z0-9_\-:%.\u00b7\u00c0-\U000effff]+")
-_SPACE = re.compile(r"\s+")
+# SPARQL 1.1's own terminals (§19.8): the scan must split the text exactly where pyoxigraph does,
+# or a SERVICE hides in what it takes for a name, a string or a comment (tests/test_sparql_text.py
+# keeps the shapes that once did: `?o.SERVICE`, `ex:a\\#`, `<…\\u0073…>`, a no-break space in an IRI).
+_IRI = re.compile(r'<((?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*)>')
+_UCHAR = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
+_CH = r"A-Za-z0-9_\-\u00b7\u00c0-\U000effff"
+_PLX = r"%[0-9A-Fa-f]{2}|\\[_~.\-!$&'()*+,;=/?#@%]"
+_VAR = re.compile(r"[?$][A-Za-z0-9_\u00b7\u00c0-\U000effff]+")  # a variable has no '.'
+_PNAME = re.compile(  # PNAME_LN, PNAME_NS and blank node labels: a '.' only inside
+    rf"(?:[A-Za-z_\u00c0-\U000effff](?:[{_CH}.]*[{_CH}])?)?:"
+    rf"(?:(?:[{_CH}:]|{_PLX})(?:(?:[{_CH}.:]|{_PLX})*(?:[{_CH}:]|{_PLX}))?)?"
+)
+_NUMBER = re.compile(r"[0-9]+(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?|\.[0-9]+(?:[eE][+-]?[0-9]+)?")
+_KEYWORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")  # keywords, 'a', true/false: never a '.'
+_SPACE = re.compile(r"[ \t\r\n]+")  # SPARQL's WS: a no-break space is not one
 
 
 @dataclass(frozen=True)
@@ -32,7 +44,7 @@ def tokens(text: str) -> Iterator[Token]:
     i, n, depth = 0, len(text), 0
     while i < n:
         ch = text[i]
-        if ch.isspace():
+        if ch in " \t\r\n":
             i = _SPACE.match(text, i).end()  # type: ignore[union-attr]
             continue
         if ch == "#":
@@ -50,16 +62,20 @@ def tokens(text: str) -> Iterator[Token]:
         if ch == "<":
             m = _IRI.match(text, i)
             if m:
-                yield Token("iri", m.group(1), i, depth)
+                iri = _UCHAR.sub(lambda u: chr(int(u.group(1) or u.group(2), 16)), m.group(1))
+                yield Token("iri", iri, i, depth)
                 i = m.end()
                 continue
-        m = _WORD.match(text, i)
+        m = (
+            (_VAR.match(text, i) if ch in "?$" else None)
+            or _PNAME.match(text, i)
+            or _NUMBER.match(text, i)
+            or _KEYWORD.match(text, i)
+        )
         if m and m.end() > i:
-            word = m.group(0).rstrip(".")  # a name never ends with '.', a triple does
-            if word:
-                yield Token("word", word, i, depth)
-                i += len(word)
-                continue
+            yield Token("word", m.group(0), i, depth)
+            i = m.end()
+            continue
         if ch == "}":
             depth -= 1
         yield Token("punct", ch, i, depth)
@@ -96,10 +112,16 @@ def service_targets(text: str, prefixes: Mapping[str, str] | None = None) -> lis
             out.append(urljoin(base, nxt.text) if base else nxt.text)
         elif nxt.kind == "word" and nxt.text[0] in "?$":
             out.append(None)
-        elif nxt.kind == "word" and ":" in nxt.text:
+        elif nxt.kind == "word" and ":" in nxt.text and "\\" not in nxt.text and prefix_known(nxt.text, known):
             prefix, _, local = nxt.text.partition(":")
-            out.append(known[prefix] + local if prefix in known else nxt.text)
+            out.append(known[prefix] + local)
+        else:
+            out.append(None)  # not understood: refused unless any SERVICE is allowed
     return out
+
+
+def prefix_known(name: str, known: Mapping[str, str]) -> bool:
+    return name.partition(":")[0] in known
 
 
 def load_targets(update: str, prefixes: Mapping[str, str] | None = None) -> list[str]:
@@ -114,9 +136,11 @@ def load_targets(update: str, prefixes: Mapping[str, str] | None = None) -> list
                 nxt = toks[k + 2] if k + 2 < len(toks) else None
             if nxt is not None and nxt.kind == "iri":
                 out.append(urljoin(base, nxt.text) if base else nxt.text)
-            elif nxt is not None and nxt.kind == "word":
+            elif nxt is not None and nxt.kind == "word" and "\\" not in nxt.text and prefix_known(nxt.text, known):
                 prefix, _, local = nxt.text.partition(":")
-                out.append(known[prefix] + local if prefix in known else nxt.text)
+                out.append(known[prefix] + local)
+            else:
+                out.append("")  # not understood: no allowed prefix matches it
     return out
 
 
@@ -148,3 +172,60 @@ def add_using(update: str, default_graphs: Sequence[str], named_graphs: Sequence
     for start in reversed(at):
         update = f"{update[:start]}{clause} {update[start:]}"
     return update
+
+
+def dataset_clauses(query: str, prefixes: Mapping[str, str] | None = None) -> tuple[list[str], list[str]] | None:
+    """The graphs of a query's own ``FROM`` and ``FROM NAMED`` clauses, resolved, or None when
+    it has none. A graph the scan cannot resolve is given as ""."""
+    toks = list(tokens(query))
+    known, base = _declarations(toks, prefixes or {})
+    default: list[str] = []
+    named: list[str] = []
+    found = False
+    for k, tok in enumerate(toks):
+        if tok.kind != "word" or tok.depth != 0 or tok.text.upper() != "FROM":
+            continue
+        found = True
+        nxt = toks[k + 1] if k + 1 < len(toks) else None
+        into = default
+        if nxt is not None and nxt.kind == "word" and nxt.text.upper() == "NAMED":
+            into, nxt = named, toks[k + 2] if k + 2 < len(toks) else None
+        if nxt is not None and nxt.kind == "iri":
+            into.append(urljoin(base, nxt.text) if base else nxt.text)
+        elif nxt is not None and nxt.kind == "word" and "\\" not in nxt.text and prefix_known(nxt.text, known):
+            prefix, _, local = nxt.text.partition(":")
+            into.append(known[prefix] + local)
+        else:
+            into.append("")
+    return (default, named) if found else None
+
+
+def url_allowed(target: str, allowed: Sequence[str]) -> bool:
+    """Whether ``target`` falls under one of the ``allowed`` URL prefixes: same scheme, host and
+    port, no credentials, and a path under the prefix's path at a ``/`` boundary (so
+    ``https://a.org`` does not allow ``https://a.org.evil.example`` or ``https://a.org@evil``)."""
+    if "*" in allowed:
+        return True
+    try:
+        t = urlsplit(target)
+        t_port = t.port
+    except ValueError:
+        return False
+    if not t.scheme or not t.hostname or t.username is not None or t.password is not None:
+        return False
+    defaults = {"http": 80, "https": 443}
+    for prefix in allowed:
+        try:
+            a = urlsplit(prefix)
+            a_port = a.port
+        except ValueError:
+            continue
+        same_host = (t.scheme.lower(), t.hostname, t_port or defaults.get(t.scheme.lower())) == (
+            a.scheme.lower(),
+            a.hostname,
+            a_port or defaults.get(a.scheme.lower()),
+        )
+        under = a.path in ("", "/") or t.path == a.path or t.path.startswith(a.path.rstrip("/") + "/")
+        if same_host and under:
+            return True
+    return False

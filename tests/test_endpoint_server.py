@@ -122,6 +122,18 @@ def test_endpoint_over_a_server_store(name: str, sparql_servers: dict[str, Any])
             assert page.status_code == 200
             triples = list(ox.parse(page.content, format=ox.RdfFormat.TURTLE))
             assert {t.subject.value for t in triples} == {bench.iri} and len(triples) > 5
+            # Other applications' graphs on the same server stay out of reach, named or not.
+            store.remote.update("INSERT DATA { GRAPH <urn:other:private> { <urn:s> <urn:p> 'private' } }")  # type: ignore[union-attr]
+            try:
+                ask = "ASK { ?s ?p 'private' }"
+                assert c.get("/sparql", params={"query": ask}).json()["boolean"] is False
+                for params in ({"default-graph-uri": "urn:other:private"}, {"named-graph-uri": "urn:other:private"}):
+                    r = c.get("/sparql", params={"query": ask, **params})
+                    assert r.status_code == 403 and "not a graph of this store" in r.text
+                r = c.get("/sparql", params={"query": "SELECT * FROM <urn:other:private> WHERE { ?s ?p ?o }"})
+                assert r.status_code == 403
+            finally:
+                store.remote.drop_graph(ox.NamedNode("urn:other:private"))  # type: ignore[union-attr]
             # The pages read through the same calls: the index, the benchmark, a question.
             index = c.get("/")
             assert index.status_code == 200 and bench.name in index.text

@@ -5,7 +5,15 @@ from __future__ import annotations
 import pyoxigraph as ox
 import pytest
 
-from karenina_rdf._sparql_text import add_using, load_targets, names_dataset, service_targets, tokens
+from karenina_rdf._sparql_text import (
+    add_using,
+    dataset_clauses,
+    load_targets,
+    names_dataset,
+    service_targets,
+    tokens,
+    url_allowed,
+)
 
 SERVICE_CASES = [
     ("SELECT * { SERVICE <http://a/sparql> { ?s ?p ?o } }", ["http://a/sparql"]),
@@ -26,6 +34,43 @@ SERVICE_CASES = [
 ]
 
 
+E = "http://127.0.0.1:9/sparql"
+# Shapes that once hid a SERVICE from the scan (a review of the endpoint found each one reaching
+# an outside server): the scan must split the text where SPARQL's own terminals do.
+HIDDEN_SERVICE = [
+    f"SELECT * WHERE {{ ?s ?p ?o.SERVICE <{E}> {{ ?a ?b ?x }} }}",
+    f"SELECT * WHERE {{ BIND(1 AS ?o) ?s ?p ?o.SERVICE <{E}> {{ ?a ?b ?x }} }}",
+    f"SELECT * WHERE {{ ?s ?p 'x'.SERVICE <{E}> {{ ?a ?b ?x }} }}",
+    f"SELECT * WHERE {{ ?s ?p <http://x/>.SERVICE <{E}> {{ ?a ?b ?x }} }}",
+    f"SELECT * WHERE {{ ?s ?p 1.SERVICE <{E}> {{ ?a ?b ?x }} }}",
+    f"SELECT * WHERE {{ BIND(1 AS ?z).SERVICE <{E}> {{ ?a ?b ?x }} }}",
+    "SELECT * WHERE { SERVICE <" + E.replace("sparql", r"\u0073parql") + "> { ?s ?p ?x } }",
+    "SELECT * WHERE { SERVICE <" + E.replace("sparql", r"\U00000073parql") + "> { ?s ?p ?x } }",
+    f"PREFIX ex: <http://e/>\nSELECT * WHERE {{ BIND(ex:a\\# AS ?z) SERVICE <{E}> {{ ?s ?p ?x }} }}",
+    f"PREFIX ex: <http://e/>\nSELECT * WHERE {{ BIND(ex:a\\' AS ?z) SERVICE <{E}> {{ ?s ?p ?x }} FILTER(?x != 'q') }}",
+    f"SELECT * WHERE {{ BIND(<http://x/\u00a0#> AS ?z) SERVICE <{E}> {{ ?s ?p ?x }} }}",
+]
+
+
+@pytest.mark.parametrize("text", HIDDEN_SERVICE)
+def test_hidden_service_is_found(text: str) -> None:
+    ox.Store().query(text.replace(E, "http://127.0.0.1:9/x").replace("SERVICE", "GRAPH"))  # valid SPARQL
+    assert service_targets(text) == [E]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "LOAD zz:data",  # an undeclared prefix
+        "SELECT * { SERVICE ex:x { ?s ?p ?o } }",  # an undeclared prefix
+        "SELECT * { SERVICE ?where { ?s ?p ?o } }",
+    ],
+)
+def test_what_the_scan_cannot_resolve_is_refused(text: str) -> None:
+    targets = service_targets(text) + load_targets(text)
+    assert targets and all(t in (None, "") for t in targets)
+
+
 @pytest.mark.parametrize(("text", "expected"), SERVICE_CASES)
 def test_service_targets(text: str, expected: list[str | None]) -> None:
     assert service_targets(text, {"schema": "https://schema.org/"}) == expected
@@ -35,6 +80,8 @@ LOAD_CASES = [
     ("LOAD <http://a/data.ttl>", ["http://a/data.ttl"]),
     ("load silent <http://a/x> INTO GRAPH <http://g>", ["http://a/x"]),
     ("PREFIX d: <file:///etc/> LOAD d:passwd", ["file:///etc/passwd"]),
+    ("LOAD <http://a/\\u0064ata>", ["http://a/data"]),
+    ("PREFIX ex: <http://e/> INSERT DATA { ex:a\\# ex:b 1 } ; LOAD <http://a/x>", ["http://a/x"]),
     ("INSERT DATA { <http://s> <http://p> 'LOAD <http://a/>' }", []),
 ]
 
@@ -107,3 +154,36 @@ def test_tokens_track_brace_depth_and_skip_comments() -> None:
     toks = list(tokens("SELECT * { ?s ?p 'a}' # }\n { ?x ?y <http://z> } }"))
     assert [(t.text, t.depth) for t in toks if t.kind == "punct"] == [("*", 0), ("{", 0), ("{", 1), ("}", 1), ("}", 0)]
     assert [t.text for t in toks if t.kind == "iri"] == ["http://z"]
+
+
+@pytest.mark.parametrize(
+    ("target", "allowed", "expected"),
+    [
+        ("https://query.wikidata.org/sparql", ("https://query.wikidata.org",), True),
+        ("https://query.wikidata.org.evil.example/sparql", ("https://query.wikidata.org",), False),
+        ("https://query.wikidata.org@evil.example/sparql", ("https://query.wikidata.org",), False),
+        ("https://query.wikidata.org:8080/sparql", ("https://query.wikidata.org",), False),
+        ("https://query.wikidata.org:443/sparql", ("https://query.wikidata.org/",), True),
+        ("http://query.wikidata.org/sparql", ("https://query.wikidata.org",), False),
+        ("http://h/sparql/x", ("http://h/sparql",), True),
+        ("http://h/sparqlother", ("http://h/sparql",), False),
+        ("http://h:99999/", ("http://h/",), False),
+        ("", ("http://h/",), False),
+        ("anything", ("*",), True),
+    ],
+)
+def test_url_allowed(target: str, allowed: tuple[str, ...], expected: bool) -> None:
+    assert url_allowed(target, allowed) is expected
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("SELECT * WHERE { ?s ?p ?o }", None),
+        ("SELECT * FROM <http://g1> FROM NAMED <http://g2> WHERE { ?s ?p ?o }", (["http://g1"], ["http://g2"])),
+        ("PREFIX e: <http://e/> SELECT * FROM e:g WHERE { ?s ?p ?o }", (["http://e/g"], [])),
+        ("SELECT * WHERE { ?s ?p 'FROM <http://x>' }", None),
+    ],
+)
+def test_dataset_clauses(query: str, expected: tuple[list[str], list[str]] | None) -> None:
+    assert dataset_clauses(query) == expected
