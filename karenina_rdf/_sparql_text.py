@@ -108,18 +108,20 @@ def service_targets(text: str, prefixes: Mapping[str, str] | None = None) -> lis
         nxt = toks[k + 1] if k + 1 < len(toks) else None
         if nxt is not None and nxt.kind == "word" and nxt.text.upper() == "SILENT":
             nxt = toks[k + 2] if k + 2 < len(toks) else None
-        if nxt is None:
-            continue
-        if nxt.kind == "iri":
-            out.append(urljoin(base, nxt.text) if base else nxt.text)
-        elif nxt.kind == "word" and nxt.text[0] in "?$":
-            out.append(None)
-        elif nxt.kind == "word" and ":" in nxt.text and "\\" not in nxt.text and prefix_known(nxt.text, known):
-            prefix, _, local = nxt.text.partition(":")
-            out.append(known[prefix] + local)
-        else:
-            out.append(None)  # not understood: refused unless any SERVICE is allowed
+        if nxt is not None:
+            # None when not understood (a variable …): refused unless any SERVICE is allowed.
+            out.append(_resolve(nxt, known, base) or None)
     return out
+
+
+def _resolve(tok: Token | None, known: Mapping[str, str], base: str | None) -> str:
+    """The IRI an IRI token or a prefixed name stands for, or "" when the scan cannot tell."""
+    if tok is not None and tok.kind == "iri":
+        return urljoin(base, tok.text) if base else tok.text
+    if tok is not None and tok.kind == "word" and "\\" not in tok.text and prefix_known(tok.text, known):
+        prefix, _, local = tok.text.partition(":")
+        return known[prefix] + local
+    return ""
 
 
 def prefix_known(name: str, known: Mapping[str, str]) -> bool:
@@ -138,13 +140,7 @@ def load_targets(update: str, prefixes: Mapping[str, str] | None = None) -> list
             nxt = toks[k + 1] if k + 1 < len(toks) else None
             if nxt is not None and nxt.kind == "word" and nxt.text.upper() == "SILENT":
                 nxt = toks[k + 2] if k + 2 < len(toks) else None
-            if nxt is not None and nxt.kind == "iri":
-                out.append(urljoin(base, nxt.text) if base else nxt.text)
-            elif nxt is not None and nxt.kind == "word" and "\\" not in nxt.text and prefix_known(nxt.text, known):
-                prefix, _, local = nxt.text.partition(":")
-                out.append(known[prefix] + local)
-            else:
-                out.append("")  # not understood: no allowed prefix matches it
+            out.append(_resolve(nxt, known, base))  # "" matches no allowed prefix
     return out
 
 
@@ -196,13 +192,7 @@ def dataset_clauses(query: str, prefixes: Mapping[str, str] | None = None) -> tu
         into = default
         if nxt is not None and nxt.kind == "word" and nxt.text.upper() == "NAMED":
             into, nxt = named, toks[k + 2] if k + 2 < len(toks) else None
-        if nxt is not None and nxt.kind == "iri":
-            into.append(urljoin(base, nxt.text) if base else nxt.text)
-        elif nxt is not None and nxt.kind == "word" and "\\" not in nxt.text and prefix_known(nxt.text, known):
-            prefix, _, local = nxt.text.partition(":")
-            into.append(known[prefix] + local)
-        else:
-            into.append("")
+        into.append(_resolve(nxt, known, base))
     return (default, named) if found else None
 
 
