@@ -483,25 +483,8 @@ def settle(pid: int, limit: float = 300.0) -> tuple[float, float]:
     return time.monotonic() - start, last - first
 
 
-def _wait_ready(url: str, server: Server, seconds: float = 120) -> None:
-    import httpx
-
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if server.process.poll() is not None:
-            tail = server.log.read_text(errors="replace")[-2000:]
-            raise RuntimeError(f"{server.name} exited with {server.process.returncode}: {tail}")
-        try:
-            if httpx.get(url, params={"query": "ASK {}"}, timeout=2).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.3)
-    raise RuntimeError(f"{server.name} at {url} did not answer within {seconds:g} s")
-
-
 def start_oxigraph_server(folder: Path, location: Path) -> Server:
-    from tests.servers import Server, free_port, oxigraph_binary
+    from tests.servers import Server, _wait, free_port, oxigraph_binary
 
     binary = oxigraph_binary()
     assert binary is not None
@@ -512,7 +495,7 @@ def start_oxigraph_server(folder: Path, location: Path) -> Server:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
     server = Server("oxigraph", f"http://127.0.0.1:{port}", process, log)
     try:
-        _wait_ready(server.url + "/query", server)
+        _wait(server.url + "/query", server.process, server.log, 120)
     except BaseException:
         server.stop()
         raise
