@@ -33,7 +33,7 @@ from ._errors import CheckpointError, InvalidValueError, KareninaRDFError, NotFo
 from ._linked import Located, Site, alternates
 from ._pages import Pages
 from ._protocol import GRAPHS, Limits, Operation, ProtocolError, Runner, content_type, negotiate, parse_request
-from ._queries import GRAPH_FORMATS, named_queries
+from ._queries import named_queries, serialize_graph
 from ._sparql_text import dataset_clauses
 from ._store import Store
 from ._vocab import CATALOG_GRAPH, PREFIXES
@@ -181,8 +181,7 @@ def _server(request: Request) -> str:
 
 
 def _rdf(triples: list[ox.Triple], fmt: str, headers: dict[str, str] | None = None) -> Response:
-    pre = dict(PREFIXES) if fmt in ("turtle", "rdfxml") else None
-    body = ox.serialize(triples, format=GRAPH_FORMATS[fmt], prefixes=pre) or b""
+    body = serialize_graph(triples, fmt, prefixes=PREFIXES) or b""
     return Response(body, media_type=content_type(fmt), headers=headers)
 
 
@@ -204,9 +203,11 @@ async def sparql(request: Request) -> Response:
 
 async def _answer(ep: Endpoint, op: Operation, accept: str | None, fmt: str | None, started: float) -> Response:
     def job() -> tuple[bytes, str]:
-        named = dataset_clauses(op.text, PREFIXES) or ([], [])
-        ep.check_graphs([*op.default_graphs, *op.named_graphs, *named[0], *named[1]])
-        return ep.runner.run_query(ep.store.oxigraph, op, ep.dataset, accept, fmt, started)
+        own = dataset_clauses(op.text, PREFIXES)
+        ep.check_graphs([*op.default_graphs, *op.named_graphs, *(own[0] + own[1] if own else [])])
+        # A query's own FROM / FROM NAMED are its dataset when the request names none (§2.1.4).
+        dataset: Callable[[], dict[str, Any]] = (lambda: {}) if own is not None else ep.dataset
+        return ep.runner.run_query(ep.store.oxigraph, op, dataset, accept, fmt, started)
 
     data, name = await ep.timed(job)
     return Response(data, media_type=content_type(name), headers={"Vary": "Accept"})

@@ -119,18 +119,14 @@ class Site:
     def describe(self, where: Located) -> list[ox.Triple]:
         """The triples about a resource: those with it as subject in its benchmark's graph (and,
         for a benchmark, its catalog entry); for a graph IRI, the graph's content."""
-        ox_store = self.store.oxigraph
-        if where.whole_graph:
-            return [q.triple for q in ox_store.quads_for_pattern(None, None, None, where.graph)]
-        node = ox.NamedNode(where.iri)
-        out = [q.triple for q in ox_store.quads_for_pattern(node, None, None, where.graph)]
-        if where.iri == where.benchmark:
-            out += [q.triple for q in ox_store.quads_for_pattern(node, None, None, CATALOG_GRAPH)]
-        return out
+        sparql, dataset = self.describe_query(where)
+        triples = self.store.oxigraph.query(sparql, **dataset)
+        assert isinstance(triples, ox.QueryTriples)  # a CONSTRUCT
+        return list(triples)
 
     def describe_query(self, where: Located) -> tuple[str, dict[str, Any]]:
-        """:meth:`describe` as a CONSTRUCT query and its dataset, for the endpoint to run
-        within its time and size limits."""
+        """:meth:`describe` as a CONSTRUCT query and its dataset (the endpoint runs it within its
+        time and size limits)."""
         graphs: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [where.graph]
         if where.whole_graph:
             return "CONSTRUCT WHERE { ?s ?p ?o }", {"default_graph": graphs}

@@ -20,8 +20,8 @@ from urllib.parse import parse_qsl
 
 import pyoxigraph as ox
 
-from ._queries import GRAPH_FORMATS, RESULT_FORMATS
-from ._sparql_text import add_using, dataset_clauses, load_targets, names_dataset, service_targets, url_allowed
+from ._queries import RESULT_FORMATS, serialize_graph
+from ._sparql_text import add_using, load_targets, names_dataset, service_targets, url_allowed
 from ._vocab import PREFIXES
 
 log = logging.getLogger("karenina_rdf.endpoint")
@@ -296,8 +296,6 @@ class Runner:
                     "default_graph": [ox.NamedNode(g) for g in op.default_graphs],
                     "named_graphs": [ox.NamedNode(g) for g in op.named_graphs],
                 }
-            elif dataset_clauses(op.text, PREFIXES) is not None:
-                kwargs = {}  # the query's own FROM / FROM NAMED are its dataset
             else:
                 # Asked for now, with the slot held: a write that began while this query waited
                 # is then seen as in progress (Endpoint.dataset).
@@ -314,8 +312,7 @@ class Runner:
             sink = _Sink(limits.max_result_bytes, deadline, limits.timeout)
             try:
                 if isinstance(results, ox.QueryTriples):
-                    pre = dict(PREFIXES) if name in ("turtle", "rdfxml") else None
-                    ox.serialize(results, cast(IO[bytes], sink), GRAPH_FORMATS[name], prefixes=pre)
+                    serialize_graph(results, name, cast(IO[bytes], sink), prefixes=PREFIXES)
                 else:
                     results.serialize(cast(IO[bytes], sink), RESULT_FORMATS[name])
             except (OSError, RuntimeError) as exc:

@@ -289,6 +289,15 @@ GRAPH_FORMATS = {
 }
 
 
+def serialize_graph(
+    triples: Any, fmt: str, output: Any = None, *, prefixes: Mapping[str, str] | None = None
+) -> bytes | None:
+    """Triples in ``fmt`` (a key of :data:`GRAPH_FORMATS`), to ``output`` or as bytes; the
+    prefixes are declared in the formats that have prefixes (Turtle, RDF/XML)."""
+    pre = dict(prefixes or {}) if fmt in ("turtle", "rdfxml") else None
+    return ox.serialize(triples, output, GRAPH_FORMATS[fmt], prefixes=pre)
+
+
 def serialize_results(results: Any, fmt: str, prefixes: Mapping[str, str] | None = None) -> bytes:
     """Query results as bytes in ``fmt`` (a key of :data:`RESULT_FORMATS` for SELECT and ASK, of
     :data:`GRAPH_FORMATS` for CONSTRUCT and DESCRIBE); a format of the other kind is refused."""
@@ -297,8 +306,7 @@ def serialize_results(results: Any, fmt: str, prefixes: Mapping[str, str] | None
             raise InvalidValueError(
                 f"a CONSTRUCT or DESCRIBE query gives a graph: use one of {', '.join(GRAPH_FORMATS)}, not {fmt!r}"
             )
-        pre = dict(prefixes or {}) if fmt in ("turtle", "rdfxml") else None
-        return ox.serialize(results, format=GRAPH_FORMATS[fmt], prefixes=pre) or b""
+        return serialize_graph(results, fmt, prefixes=prefixes) or b""
     if fmt not in RESULT_FORMATS:
         raise InvalidValueError(
             f"a SELECT or ASK query gives results: use one of table, {', '.join(RESULT_FORMATS)}, not {fmt!r}"

@@ -60,6 +60,16 @@ def store() -> Iterator[Store]:
     s.close()
 
 
+@pytest.fixture(scope="module")
+def examples() -> Iterator[Store]:
+    """A memory store with the three example benchmarks, shared by one module's tests."""
+    s = Store.memory()
+    for path in sorted(EXAMPLES.glob("*.jsonld")):
+        s.import_checkpoint(path)
+    yield s
+    s.close()
+
+
 @pytest.fixture
 def disk_store(tmp_path: Path) -> Iterator[Store]:
     s = Store(tmp_path / "store")

@@ -29,15 +29,6 @@ COUNT_QUESTIONS = "SELECT (COUNT(?q) AS ?n) WHERE { ?q a schema:Question }"
 
 
 @pytest.fixture(scope="module")
-def examples() -> Iterator[Store]:
-    store = Store.memory()
-    for path in EXAMPLES:
-        store.import_checkpoint(path)
-    yield store
-    store.close()
-
-
-@pytest.fixture(scope="module")
 def client(examples: Store) -> Iterator[TestClient]:
     with TestClient(create_app(examples)) as c:
         yield c

@@ -24,12 +24,8 @@ KINDS = ["DataFeed", "DataFeedItem", "Question", "Answer", "SoftwareSourceCode",
 
 
 @pytest.fixture(scope="module")
-def store() -> Iterator[Store]:
-    s = Store.memory()
-    for path in EXAMPLES:
-        s.import_checkpoint(path)
-    yield s
-    s.close()
+def store(examples: Store) -> Store:
+    return examples
 
 
 @pytest.fixture(scope="module")
