@@ -21,6 +21,7 @@ from ._export import CANONICAL_CONTEXT
 from ._ids import generate_question_id, question_md5_id, template_id
 from ._queries import NamedQuery, QueryParam, named_queries
 from ._question import Answer, AnswerTemplate, Question
+from ._results_store import ResultsImport, RunSummary
 from ._rubric import RubricTrait
 from ._store import BenchmarkSummary, ImportReport, ImportResult, Store
 from ._validate import BenchmarkReport, Finding, validate, validate_store
@@ -67,7 +68,9 @@ __all__ = [
     "QueryParam",
     "Question",
     "QuestionNotFoundError",
+    "ResultsImport",
     "RubricTrait",
+    "RunSummary",
     "SCHEMA",
     "Store",
     "StoreError",

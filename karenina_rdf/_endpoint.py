@@ -36,7 +36,7 @@ from ._protocol import GRAPHS, Limits, Operation, ProtocolError, Runner, content
 from ._queries import named_queries, serialize_graph
 from ._sparql_text import dataset_clauses
 from ._store import Store
-from ._vocab import CATALOG_GRAPH, PREFIXES
+from ._vocab import PREFIXES
 
 log = logging.getLogger("karenina_rdf.endpoint")
 T = TypeVar("T")
@@ -118,7 +118,7 @@ class Endpoint:
         server may hold other applications' graphs. Blocking."""
         if self.store.remote is None or not graphs:
             return
-        visible = {g.value for g in self.store.graphs()} | {CATALOG_GRAPH.value}
+        visible = {g.value for g in self.store.visible_graphs()}
         for graph in graphs:
             if graph not in visible:
                 raise ProtocolError(403, f"<{graph}> is not a graph of this store")

@@ -19,7 +19,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, TYPE_CHECKING, Any, cast
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
@@ -40,7 +40,10 @@ from ._ids import graph_iri
 from ._queries import bind_values, find_query, looks_like_reference, python_term
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
 from ._shapes import ValidationResult
-from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, PREFIXES, SCHEMA
+
+if TYPE_CHECKING:
+    from ._results_store import ResultsImport, RunSummary
+from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, PREFIXES, SCHEMA, VOCABULARY_GRAPH
 
 STORE_ENV = "KARENINA_RDF_STORE"
 BASE_IRI_ENV = "KARENINA_RDF_BASE_IRI"
@@ -60,6 +63,7 @@ _COUNT = KARENINA + "tripleCount"
 _STORE_NODE = "urn:karenina-rdf:store"
 _BASE = KARENINA + "baseIri"
 _PENDING = KARENINA + "pendingGraph"  # on the store node: a graph being loaded, not yet published
+RUN_GRAPH = KARENINA + "runGraph"  # run → its live generation graph (see _results_store)
 
 
 class ImportResult(BaseModel):
@@ -233,6 +237,20 @@ class Store:
         """The named graphs holding live benchmarks."""
         return list(self._live().values())
 
+    def _runs(self) -> dict[str, ox.NamedNode]:
+        return {
+            term_value(q.subject): named(q.object)
+            for q in self._ox.quads_for_pattern(None, ox.NamedNode(RUN_GRAPH), None, CATALOG_GRAPH)
+        }
+
+    def run_graphs(self) -> list[ox.NamedNode]:
+        """The named graphs holding live verification runs."""
+        return list(self._runs().values())
+
+    def visible_graphs(self) -> list[ox.NamedNode]:
+        """Every graph this store publishes: live benchmarks and runs, the catalog, the vocabulary."""
+        return [*self._live().values(), *self._runs().values(), CATALOG_GRAPH, VOCABULARY_GRAPH]
+
     def graph_of(self, ref: str) -> tuple[str, ox.NamedNode]:
         iri = self.resolve(ref)
         return iri, self._live()[iri]
@@ -256,9 +274,12 @@ class Store:
             self._pending(cast(ox.NamedNode, g), False)
 
     def _is_generation(self, graph: ox.NamedNode | ox.BlankNode) -> bool:
-        prefix = self.base_iri + "benchmarks/"
         name = graph.value if isinstance(graph, ox.NamedNode) else ""
-        return name.startswith(prefix) and _GENERATION.match(name, len(prefix)) is not None
+        for collection in ("benchmarks/", "runs/"):
+            prefix = self.base_iri + collection
+            if name.startswith(prefix) and _GENERATION.match(name, len(prefix)) is not None:
+                return True
+        return False
 
     def _drop_graph(self, graph: ox.NamedNode) -> None:
         if self.remote is not None:
@@ -559,6 +580,38 @@ class Store:
                 report.errors.append(f"{f}: {exc}")
         return report
 
+    # -- verification results (see _results_store) ----------------------------------------
+    def import_results(
+        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None
+    ) -> ResultsImport:
+        """Import a Karenina results export (2.0-2.2) or results database (SQLite) into a run.
+
+        Atomic per run; re-importing rows of a run replaces those with the same identity (run
+        name, question, template, answering model, judge, replicate) and keeps the others.
+        ``benchmark`` says which stored benchmark a question id means when several have it.
+        """
+        from ._results_store import import_results
+
+        return import_results(self, source, benchmark=benchmark, run_id=run)
+
+    def runs(self) -> list[RunSummary]:
+        """The stored verification runs, oldest first."""
+        from ._results_store import list_runs
+
+        return list_runs(self)
+
+    def export_results(self, run: str, target: str | Path | IO[str], *, format: str = "karenina-json") -> int:
+        """Write a run as a Karenina results export (format 2.2) or CSV; returns the row count."""
+        from ._results_store import export_run
+
+        return export_run(self, run, target, format)
+
+    def delete_run(self, run: str) -> str:
+        """Remove a stored run; returns its IRI."""
+        from ._results_store import delete_run
+
+        return delete_run(self, run)
+
     # -- export / delete -------------------------------------------------------------------
     def export_checkpoint(self, ref: str) -> dict[str, Any]:
         """The benchmark as a Karenina checkpoint document (canonical form)."""
@@ -664,8 +717,11 @@ class Store:
             default: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [*shown, ox.DefaultGraph()]
             return {"default_graph": default, "named_graphs": shown}
         live = self._live()
-        graphs = [live[self.resolve(b)] for b in benchmarks] if benchmarks is not None else list(live.values())
-        graphs.append(CATALOG_GRAPH)
+        if benchmarks is not None:
+            graphs = [live[self.resolve(b)] for b in benchmarks]
+            graphs.append(CATALOG_GRAPH)
+        else:
+            graphs = self.visible_graphs()
         return {"default_graph": list(graphs), "named_graphs": list(graphs)}
 
     def hidden_graphs(self) -> set[ox.NamedNode | ox.BlankNode]:
@@ -676,7 +732,7 @@ class Store:
         hidden: set[ox.NamedNode | ox.BlankNode] = {
             cast(ox.NamedNode, q.object) for q in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH)
         }
-        live = set(self._live().values())
+        live = set(self._live().values()) | set(self._runs().values())
         listed = self._ox.named_graphs() if self.remote is None else ()  # cheap embedded only
         hidden.update(g for g in listed if g not in live and self._is_generation(g))
         return hidden - live

@@ -13,6 +13,7 @@ KARENINA = "urn:karenina:vocab:"
 RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 CATALOG_GRAPH = ox.NamedNode("urn:karenina-rdf:catalog")
+VOCABULARY_GRAPH = ox.NamedNode("urn:karenina-rdf:vocabulary")  # the failure taxonomy (SKOS)
 DEFAULT_BASE_IRI = "http://127.0.0.1:8000/"
 
 PREFIXES = {
