@@ -107,7 +107,10 @@ def _run(store: str | None, base_iri: str | None, action: Callable[[Store], T]) 
 
 @app.command("import")
 def import_(
-    paths: Annotated[list[Path], typer.Argument(help="Checkpoint files or folders of them.")],
+    paths: Annotated[
+        list[Path],
+        typer.Argument(help="Checkpoint files, Karenina results exports, or folders of them (benchmarks first)."),
+    ],
     validate: Annotated[
         bool,
         typer.Option(
@@ -119,7 +122,8 @@ def import_(
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
-    """Import checkpoints into the store; a benchmark already stored is replaced."""
+    """Import checkpoints (and results exports found beside them) into the store; a benchmark
+    already stored is replaced, a run already stored is updated row by row."""
 
     def act(s: Store) -> int:
         report = s.import_paths(paths, validate=validate)
@@ -132,6 +136,10 @@ def import_(
                 out.print(f"  {escape(r.readiness.line())}")
             for w in r.warnings:
                 err.print(f"[yellow]warning:[/yellow] {escape(w)}")
+        from ._cli_results import print_results_import
+
+        for res in report.results:
+            print_results_import(res)
         for line in report.errors:
             err.print(f"[red]error:[/red] {escape(line)}")
         return 0 if report.ok else 1
@@ -490,3 +498,9 @@ def serve(
 
 def main() -> None:
     app()
+
+
+# Last, because the results commands use this module's helpers.
+from ._cli_results import results_app  # noqa: E402
+
+app.add_typer(results_app, name="results")

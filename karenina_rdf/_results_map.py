@@ -378,7 +378,7 @@ class ResultMapper:
             ("trait_provenance", None, "provenance", "provenancePosition"),
             ("metric_trait_confusion_lists", "metric", None, "confusionPosition"),
         )
-        for key, kind, value_pred, pos_pred in extra_dicts:
+        for key, owner_kind, value_pred, pos_pred in extra_dicts:
             d = rubric.get(key)
             if d is None:
                 continue
@@ -397,8 +397,8 @@ class ResultMapper:
             if not d:
                 empties.append(key)
             for i, (name, value) in enumerate(d.items()):
-                found = nodes.get((name, kind)) if kind is not None else by_name.get(name)
-                s = found if found is not None else score_node(name, kind)
+                found = nodes.get((name, owner_kind)) if owner_kind is not None else by_name.get(name)
+                s = found if found is not None else score_node(name, owner_kind)
                 add(s, _k(pos_pred), t.integer(i))
                 if value_pred is not None:
                     add(s, _k(value_pred), t.json_literal(None) if value is None else t.value(value))

@@ -22,6 +22,21 @@ _WS = " \t\n\r"
 _decode = json.JSONDecoder().raw_decode
 
 
+def looks_like_results(path: str | Path) -> bool:
+    """A Karenina results export (a ``format_version`` before any ``@context``) or a SQLite
+    results database, judged from the file's first bytes."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(8192)
+    except OSError:
+        return False
+    if head.startswith(b"SQLite format 3\x00"):
+        return True
+    version = head.find(b'"format_version"')
+    context = head.find(b'"@context"')
+    return version >= 0 and (context < 0 or version < context)
+
+
 class ExportReader:
     """The top-level members of an export, with ``results`` (and ``scenario_results``) yielded
     row by row by :meth:`rows` instead of being kept. ``header`` holds every other member read

@@ -428,6 +428,8 @@ class _Import:
                         self.links.position = pointer
                         try:
                             r = mapper.map(row, offset + index)
+                        except CheckpointError:
+                            raise
                         except ValueError as exc:
                             raise CheckpointError([Problem(str(exc), self.label, pointer)]) from None
                         count += 1

@@ -19,7 +19,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, cast
+from typing import IO, Any, cast
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
@@ -39,10 +39,8 @@ from ._graph import count_items, named, node_index, ordered_items, solutions, te
 from ._ids import graph_iri
 from ._queries import bind_values, find_query, looks_like_reference, python_term
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
+from ._results_store import ResultsImport, RunSummary
 from ._shapes import ValidationResult
-
-if TYPE_CHECKING:
-    from ._results_store import ResultsImport, RunSummary
 from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, PREFIXES, SCHEMA, VOCABULARY_GRAPH
 
 STORE_ENV = "KARENINA_RDF_STORE"
@@ -104,6 +102,7 @@ class ImportReport(BaseModel):
     """The outcome of importing several files: what was stored and what was refused."""
 
     imported: list[ImportResult] = []
+    results: list[ResultsImport] = []
     errors: list[str] = []
 
     @property
@@ -565,15 +564,23 @@ class Store:
         )
 
     def import_paths(self, paths: Iterable[str | Path], *, validate: bool = True) -> ImportReport:
-        """Import every checkpoint found; a bad file is reported and the others still imported."""
+        """Import every checkpoint and results export found (benchmarks first); a bad file is
+        reported and the others still imported."""
+        from ._results_read import looks_like_results
+
         report = ImportReport()
         files = list(checkpoint_files(paths))
-        for f in files:
+        results = [f for f in files if f.exists() and looks_like_results(f)]
+        # Benchmarks first: result rows link to the questions they name.
+        for f in [f for f in files if f not in results] + results:
             if not f.exists():
                 report.errors.append(str(Problem("no such file or folder", str(f))))
                 continue
             try:
-                report.imported.append(self.import_checkpoint(f, validate=validate))
+                if f in results:
+                    report.results.append(self.import_results(f))
+                else:
+                    report.imported.append(self.import_checkpoint(f, validate=validate))
             except CheckpointError as exc:
                 report.errors.extend(str(p) for p in exc.problems)
             except KareninaRDFError as exc:
@@ -605,6 +612,12 @@ class Store:
         from ._results_store import export_run
 
         return export_run(self, run, target, format)
+
+    def resolve_run(self, run: str) -> str:
+        """The IRI of the stored run with this id or IRI (``NotFoundError`` lists the runs)."""
+        from ._results_store import resolve_run
+
+        return resolve_run(self, run)[0]
 
     def delete_run(self, run: str) -> str:
         """Remove a stored run; returns its IRI."""

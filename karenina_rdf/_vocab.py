@@ -21,6 +21,11 @@ PREFIXES = {
     "karenina": KARENINA,
     "rdf": RDF,
     "xsd": XSD,
+    # Verification results (docs/data-model.md §9): test outcomes, provenance, the failure taxonomy.
+    "earl": "http://www.w3.org/ns/earl#",
+    "prov": "http://www.w3.org/ns/prov#",
+    "skos": "http://www.w3.org/2004/02/skos/core#",
+    "rdfs": "http://www.w3.org/2000/01/rdf-schema#",
 }
 
 
