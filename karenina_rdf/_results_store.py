@@ -14,7 +14,7 @@ import hashlib
 import json
 import tempfile
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -374,7 +374,13 @@ def import_results(
                 pre.close()
         version = _check_version(header, label)
         rid = run_id or _default_run_id(header, file_hash)
-        return _Import(store, rid, label, file_hash, benchmark).execute(header, first, rows, reader, version)
+        stream = _chain([first] if first is not None else [], rows)
+
+        def complete_header() -> dict[str, Any]:
+            # Members after the rows (scenario_results) are known once the rows are read.
+            return {**reader.header, **header} if "metadata" in header else reader.header
+
+        return _Import(store, rid, label, file_hash, benchmark).execute(header, stream, complete_header, version)
     finally:
         reader.close()
 
@@ -399,11 +405,13 @@ class _Import:
     def execute(
         self,
         header: dict[str, Any],
-        first: tuple[str, int, Any] | None,
         rows: Iterator[tuple[str, int, Any]],
-        reader: ExportReader,
+        complete_header: Callable[[], dict[str, Any]],
         version: str | None,
     ) -> ResultsImport:
+        """Map ``rows`` ((array key, index, row) triples; the key and index make the JSON
+        pointer of errors) into a new generation of the run and publish it. ``header`` is the
+        export's other members as known before the rows, ``complete_header()`` after them."""
         from ._store import _CHUNK, _SMALL, _Chunks, _Loader
 
         store, ox_store = self.store, self.store.oxigraph
@@ -422,8 +430,7 @@ class _Import:
                 chunks = _Chunks(Path(tmpdir), _CHUNK, loader.submit)
                 triples = 0
                 try:
-                    stream = [first] if first is not None else []
-                    for key, index, row in _chain(stream, rows):
+                    for key, index, row in rows:
                         pointer = f"/{key}/{index}"
                         self.links.position = pointer
                         try:
@@ -439,8 +446,7 @@ class _Import:
                         triples += len(mapper.lines)
                         chunks.write("".join(mapper.lines))
                         mapper.lines.clear()
-                    full_header = {**reader.header, **header} if "metadata" in header else reader.header
-                    _header_lines(mapper, self.iri, self.rid, full_header, self.links)
+                    _header_lines(mapper, self.iri, self.rid, complete_header(), self.links)
                     self._import_record(mapper, version, count)
                     replaced = old_keys & seen.keys()
                     if self.old_graph is not None:
