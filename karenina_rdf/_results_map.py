@@ -17,6 +17,7 @@ from typing import Any
 
 from . import _terms as t
 from ._ids import child_iri, segment
+from ._results_legacy import is_legacy, migrate
 from ._results_model import (
     CONFUSION_BUCKETS,
     EARL,
@@ -131,6 +132,7 @@ class ResultMapper:
         self.lines: list[str] = []
         self.unmatched = 0
         self.template_mismatch = 0
+        self.migrated = 0
         self._field_names: set[str] = set()
 
     def _add(self, s: str, p: str, o: str) -> None:
@@ -165,6 +167,10 @@ class ResultMapper:
         or lack ``metadata.question_id`` raise ``ValueError`` with the reason."""
         if not isinstance(row, dict):
             raise ValueError("a result is a JSON object")
+        legacy: dict[str, Any] = {}
+        if is_legacy(row):
+            row, legacy = migrate(row)
+            self.migrated += 1
         meta = row.get("metadata")
         if not isinstance(meta, dict):
             raise ValueError("a result needs a 'metadata' object")
@@ -189,6 +195,8 @@ class ResultMapper:
                 add(r, _k("template"), f"<{link.template}>")
             elif tid not in (None, "no_template"):
                 self.template_mismatch += 1
+        if legacy:
+            add(r, _k("legacyFields"), t.json_literal(legacy))
         out = f"<{r[1:-1]}/outcome>"
         add(r, t.iri(EARL + "result"), out)
         add(out, A, t.iri(EARL + "TestResult"))

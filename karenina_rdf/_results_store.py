@@ -79,6 +79,7 @@ class ResultsImport(BaseModel):
     unmatched: int
     unmatched_ids: tuple[str, ...]
     template_mismatches: int
+    migrated: int = 0
     benchmarks: tuple[str, ...]
     triples: int
 
@@ -441,8 +442,9 @@ class _Import:
                             raise CheckpointError([Problem(str(exc), self.label, pointer)]) from None
                         count += 1
                         if r in seen:
-                            last_of[r] = (index, row)
-                        seen[r] = index
+                            last_of[r] = row  # mapped again at the first row's place, below
+                        else:
+                            seen[r] = index
                         triples += len(mapper.lines)
                         chunks.write("".join(mapper.lines))
                         mapper.lines.clear()
@@ -464,7 +466,7 @@ class _Import:
                     for p in last:
                         loader.submit(p)
                     loader.finish()
-            self._fix_duplicates(graph, mapper, last_of, offset)
+            self._fix_duplicates(graph, mapper, {r: (seen[r], row) for r, row in last_of.items()}, offset)
             self._publish(graph, triples)
         except BaseException:
             loader.finish(raise_errors=False)
@@ -491,6 +493,7 @@ class _Import:
             unmatched=mapper.unmatched,
             unmatched_ids=tuple(self.links.unmatched),
             template_mismatches=mapper.template_mismatch,
+            migrated=mapper.migrated,
             benchmarks=tuple(sorted(self.links.used)),
             triples=triples,
         )
