@@ -100,7 +100,8 @@ def migrate(row: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
             legacy[part] = dropped
         out[part] = kept
     meta = out.setdefault("metadata", {})
-    old = row.get("metadata") if isinstance(row.get("metadata"), dict) else {}
+    raw = row.get("metadata")
+    old: dict[str, Any] = raw if isinstance(raw, dict) else {}
     template = out.get("template") if isinstance(out.get("template"), dict) else None
     if "answering" not in meta and "answering_model" in old:
         meta["answering"] = identity(old["answering_model"], (template or {}).get("answering_mcp_servers"))
