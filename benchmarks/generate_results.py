@@ -101,6 +101,7 @@ def _row(
     gtraits: list[JSON],
     run_name: str | None,
     n: int,
+    light: bool = False,
 ) -> JSON:
     meta = _fresh(METADATA)
     tpl = _fresh(TEMPLATE)
@@ -132,6 +133,18 @@ def _row(
     meta["result_id"] = hashlib.sha256(json.dumps(identity, sort_keys=True).encode()).hexdigest()[:16]
     failed = rng.random() < 0.04
     tpl["raw_llm_response"] = f"Answer {n}: " + rng.choice(["yes", "no", "BRCA1", "kinase", "unclear"])
+    if light:  # template_only, nothing but the verdict: the smallest row Karenina writes
+        meta["evaluation_mode"] = "template_only"
+        tpl["template_verification_performed"] = True
+        tpl["verify_result"] = rng.random() < skill
+        return {
+            "metadata": meta,
+            "template": tpl,
+            "rubric": None,
+            "deep_judgment": None,
+            "deep_judgment_rubric": None,
+            **_fresh(ROOT),
+        }
     usage = {}
     for stage in ("answer_generation", "parsing", "rubric_evaluation"):
         i, o = rng.randint(200, 2000), rng.randint(20, 400)
@@ -246,6 +259,7 @@ def generate_rows(
     run_name: str | None = None,
     limit: int | None = None,
     skip: frozenset[str] = frozenset(),
+    light: bool = False,
 ) -> Iterator[JSON]:
     """Rows of a run over the finished questions: questions × models × judges × replicates."""
     rng = random.Random(seed)
@@ -270,6 +284,7 @@ def generate_rows(
                         gtraits,
                         run_name,
                         n,
+                        light,
                     )
                     n += 1
 

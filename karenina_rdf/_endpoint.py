@@ -325,18 +325,23 @@ async def resource(request: Request) -> Response:
     if where is None:
         raise ProtocolError(404, f"nothing is published at {raw}")
     if request.method == "DELETE":
-        if where.iri != where.benchmark or where.fmt is not None:
+        if not (where.kind == "benchmark" and where.is_owner) or where.fmt is not None:
             raise ProtocolError(405, "only a benchmark's own IRI can be deleted", {"Allow": "GET"})
         ep.check_write(request)
-        summary = await ep.in_thread(partial(ep.write, partial(ep.store.delete, where.benchmark)))
+        summary = await ep.in_thread(partial(ep.write, partial(ep.store.delete, where.owner)))
         return JSONResponse(summary.model_dump(mode="json"))
-    if where.checkpoint:
+    if where.download == "checkpoint":
         return await _checkpoint(ep, where)
+    if where.download is not None:
+        return await _run_export(ep, where)
     path = ep.site.path_for(where.iri)
     fmt = where.fmt or negotiate(request.headers.get("accept"), ("html", *GRAPHS), request.query_params.get("format"))
     headers = {"Link": alternates(path), "Vary": "Accept"}
-    if where.iri == where.benchmark:
+    if where.kind == "benchmark" and where.is_owner:
         headers["Link"] += f', <{path}/checkpoint.jsonld>; rel="alternate"; type="application/ld+json"'
+    if where.kind == "run" and where.is_owner:
+        headers["Link"] += f', <{path}/results.json>; rel="alternate"; type="application/json"'
+        headers["Link"] += f', <{path}/results.csv>; rel="alternate"; type="text/csv"'
     if fmt == "html":
         pages: Pages = request.app.state.pages
         response = await pages.resource_page(request, where)
@@ -361,13 +366,29 @@ async def resource(request: Request) -> Response:
 async def _checkpoint(ep: Endpoint, where: Located) -> Response:
     def job() -> bytes:
         out = io.StringIO()
-        ep.store.save(where.benchmark, out)
+        ep.store.save(where.owner, out)
         return out.getvalue().encode("utf-8")
 
     data = await ep.in_thread(job)
-    name = where.benchmark.rstrip("/").rsplit("/", 1)[-1] or "benchmark"
+    name = where.owner.rstrip("/").rsplit("/", 1)[-1] or "benchmark"
     headers = {"Content-Disposition": f'attachment; filename="{name[:80]}.jsonld"'}
     return Response(data, media_type="application/ld+json", headers=headers)
+
+
+async def _run_export(ep: Endpoint, where: Located) -> Response:
+    """A run as Karenina's results export (format 2.2) or its CSV, as ``karenina-rdf results
+    export`` writes them."""
+    csv = where.download == "results.csv"
+
+    def job() -> bytes:
+        out = io.StringIO()
+        ep.store.export_results(where.owner, out, format="csv" if csv else "karenina-json")
+        return out.getvalue().encode("utf-8")
+
+    data = await ep.in_thread(job)
+    name = (where.owner.rstrip("/").rsplit("/", 1)[-1] or "run")[:80]
+    headers = {"Content-Disposition": f'attachment; filename="{name}.{"csv" if csv else "json"}"'}
+    return Response(data, media_type="text/csv; charset=utf-8" if csv else "application/json", headers=headers)
 
 
 # -- errors and limits ------------------------------------------------------------------------

@@ -40,6 +40,7 @@ _FORMAT_IRIS = {
 # them still names the same resource.
 _RAW = set("-_~:!$'()*+,;=@.") | set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789")
 _PCT = re.compile(r"%([0-9A-Fa-f]{2})")
+_ANY = "urn:karenina-rdf:any"  # a predicate no triple has: (<_ANY>|!<_ANY>) is "any predicate"
 
 
 def normalise_path(raw: str) -> str:
@@ -63,11 +64,22 @@ def normalise_path(raw: str) -> str:
 @dataclass(frozen=True)
 class Located:
     iri: str  # the resource
-    benchmark: str  # the benchmark IRI it belongs to
-    graph: ox.NamedNode  # that benchmark's live graph
+    owner: str  # the benchmark or run IRI it belongs to; a model is its own owner
+    graph: ox.NamedNode  # the owner's live graph (a model: the first run graph that holds it)
     fmt: str | None  # a format named by a file suffix, or None
-    checkpoint: bool = False  # {B}/checkpoint.jsonld
+    kind: str = "benchmark"  # what the owner is: "benchmark", "run" or "model"
+    download: str | None = None  # "checkpoint" ({B}/checkpoint.jsonld), "results.json" / "results.csv" (a run)
     whole_graph: bool = False  # the live generation graph's own IRI: its content
+    graphs: tuple[ox.NamedNode, ...] = ()  # every graph the description reads (a model: each run graph using it)
+
+    @property
+    def is_owner(self) -> bool:
+        """The benchmark, run or model itself (not a node under it, nor its graph)."""
+        return self.iri == self.owner and not self.whole_graph
+
+
+# The downloads a run offers besides its RDF: its rows as Karenina writes them (format 2.2, or CSV).
+RUN_DOWNLOADS = {"/results.json": "results.json", "/results.csv": "results.csv"}
 
 
 class Site:
@@ -90,26 +102,63 @@ class Site:
         return self.base_path + iri[len(self.base) :] if iri.startswith(self.base) else iri
 
     def locate(self, iri: str) -> Located | None:
+        """The stored resource ``iri`` names: a benchmark or a node of one, a verification run or
+        a node of one (results and their parts), a model, or one of their live graphs; with the
+        format a suffix asks for."""
         live = self.store._live()
+        runs = self.store._runs() if iri.startswith(self.base + "runs/") else {}
         for name, fmt in [(iri, None), *((iri[: -len(s)], f) for s, f in SUFFIXES.items() if iri.endswith(s))]:
-            bench = self._benchmark_of(name, live)
-            if bench is None:
-                continue
-            graph = live[bench]
-            if name == bench + "/checkpoint.jsonld" and fmt is None:
-                return Located(name, bench, graph, "checkpoint", checkpoint=True)
-            if name == graph.value:
-                return Located(name, bench, graph, fmt, whole_graph=True)
-            if name == bench or self._exists(name, graph):
-                return Located(name, bench, graph, fmt)
+            found = self._in_benchmark(name, fmt, live) or self._in_run(name, fmt, runs) or self._model(name, fmt)
+            if found is not None:
+                return found
         return None
 
+    def _in_benchmark(self, name: str, fmt: str | None, live: dict[str, ox.NamedNode]) -> Located | None:
+        bench = self._owner_of(name, live)
+        if bench is None:
+            return None
+        graph = live[bench]
+        if name == bench + "/checkpoint.jsonld" and fmt is None:
+            return Located(name, bench, graph, "checkpoint", download="checkpoint")
+        if name == graph.value:
+            return Located(name, bench, graph, fmt, whole_graph=True)
+        if name == bench or self._exists(name, graph):
+            return Located(name, bench, graph, fmt)
+        return None
+
+    def _in_run(self, name: str, fmt: str | None, runs: dict[str, ox.NamedNode]) -> Located | None:
+        run = self._owner_of(name, runs)
+        if run is None:
+            return None
+        graph = runs[run]
+        download = RUN_DOWNLOADS.get(name[len(run) :])
+        if download is not None and fmt is None:
+            return Located(name, run, graph, None, kind="run", download=download)
+        if name == graph.value:
+            return Located(name, run, graph, fmt, kind="run", whole_graph=True)
+        if name == run or self._exists(name, graph):
+            return Located(name, run, graph, fmt, kind="run")
+        return None
+
+    def _model(self, name: str, fmt: str | None) -> Located | None:
+        """A model node is written into every run graph that uses it (docs/data-model.md §9): it
+        is described from all of them."""
+        if not name.startswith(self.base + "models/"):
+            return None
+        runs = {g.value: g for g in self.store._runs().values()}
+        found = self.store.oxigraph.quads_for_pattern(ox.NamedNode(name), ox.NamedNode(RDF_TYPE), None, None)
+        held = {term_value(q.graph_name) for q in found if not isinstance(q.graph_name, ox.DefaultGraph)}
+        graphs = [runs[g] for g in sorted(held & runs.keys())]
+        if not graphs:
+            return None
+        return Located(name, name, graphs[0], fmt, kind="model", graphs=tuple(graphs))
+
     @staticmethod
-    def _benchmark_of(iri: str, live: dict[str, ox.NamedNode]) -> str | None:
+    def _owner_of(iri: str, owners: dict[str, ox.NamedNode]) -> str | None:
         best = None
-        for bench in live:
-            if (iri == bench or iri.startswith(bench + "/")) and (best is None or len(bench) > len(best)):
-                best = bench
+        for owner in owners:
+            if (iri == owner or iri.startswith(owner + "/")) and (best is None or len(owner) > len(best)):
+                best = owner
         return best
 
     def _exists(self, iri: str, graph: ox.NamedNode) -> bool:
@@ -117,23 +166,41 @@ class Site:
         return any(True for _ in ox_store.quads_for_pattern(ox.NamedNode(iri), None, None, graph))
 
     def describe(self, where: Located) -> list[ox.Triple]:
-        """The triples about a resource: those with it as subject in its benchmark's graph (and,
-        for a benchmark, its catalog entry); for a graph IRI, the graph's content."""
+        """The triples about a resource (see :meth:`describe_query`)."""
         sparql, dataset = self.describe_query(where)
         triples = self.store.oxigraph.query(sparql, **dataset)
         assert isinstance(triples, ox.QueryTriples)  # a CONSTRUCT
         return list(triples)
 
     def describe_query(self, where: Located) -> tuple[str, dict[str, Any]]:
-        """:meth:`describe` as a CONSTRUCT query and its dataset (the endpoint runs it within its
-        time and size limits)."""
-        graphs: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [where.graph]
+        """What describes a resource, as a CONSTRUCT query and its dataset (the endpoint runs it
+        within its time and size limits):
+
+        * a node of a benchmark: its triples (a benchmark adds its catalog entry);
+        * a node of a run: its triples and those of the nodes under its IRI that it links to, so
+          a result gives its whole record (outcome, failure, usage, fields, rubric, scores) and
+          a run its import records, but not its results: a run can hold a million, and its
+          graph IRI is the download of all of them;
+        * a model: its triples, from every run graph that holds them;
+        * a live graph's IRI: the graph's content.
+        """
+        graphs: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = list(where.graphs or (where.graph,))
         if where.whole_graph:
             return "CONSTRUCT WHERE { ?s ?p ?o }", {"default_graph": graphs}
-        if where.iri == where.benchmark:
+        if where.is_owner and where.kind in ("benchmark", "run"):
             graphs.append(CATALOG_GRAPH)
         node = ox.NamedNode(where.iri)
-        return f"CONSTRUCT {{ {node} ?p ?o }} WHERE {{ {node} ?p ?o }}", {"default_graph": graphs}
+        if where.kind != "run":
+            return f"CONSTRUCT {{ {node} ?p ?o }} WHERE {{ {node} ?p ?o }}", {"default_graph": graphs}
+        # Any predicate, followed from the node: the path stays small (a result reaches its
+        # parts, its run, the run's import records and its models), and the filter keeps what
+        # lies under the node's IRI.
+        under = ox.Literal(where.iri + "/")
+        sparql = (
+            f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {node} (<{_ANY}>|!<{_ANY}>)* ?s "
+            f"FILTER(?s = {node} || STRSTARTS(STR(?s), {under})) ?s ?p ?o }}"
+        )
+        return sparql, {"default_graph": graphs}
 
     def types(self, where: Located) -> set[str]:
         ox_store = self.store.oxigraph

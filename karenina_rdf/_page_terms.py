@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 from collections.abc import Mapping
@@ -120,3 +121,113 @@ def named_query_views() -> list[dict[str, Any]]:
             }
         )
     return out
+
+
+# -- the heatmap of a comparison -----------------------------------------------------------------------
+# Colour of a pass rate: ColorBrewer's RdYlBu, red (0) through pale yellow (0.5) to blue (1), a
+# diverging scale that stays readable with red-green colour blindness; each cell also prints its
+# percentage, so the colour is never the only cue.
+_STOPS = (
+    (0.0, (0xD7, 0x30, 0x27)),
+    (0.25, (0xFC, 0x8D, 0x59)),
+    (0.5, (0xFE, 0xE0, 0x90)),
+    (0.75, (0x91, 0xBF, 0xDB)),
+    (1.0, (0x45, 0x75, 0xB4)),
+)
+NO_VERDICT = "#c9ced8"  # results, but no true/false verify_result among them
+NOT_RUN = "#ffffff"  # no result for this question and model
+_CELL_W, _CELL_H, _LABEL_W, _HEAD_H, _LEGEND_H = 58, 22, 380, 130, 64
+_LABEL_CHARS = 58
+
+
+def rate_colour(rate: float) -> str:
+    rate = min(max(rate, 0.0), 1.0)
+    for (a, ca), (b, cb) in itertools.pairwise(_STOPS):
+        if rate <= b:
+            f = (rate - a) / (b - a)
+            return "#" + "".join(f"{round(x + (y - x) * f):02x}" for x, y in zip(ca, cb, strict=True))
+    return "#" + "".join(f"{x:02x}" for x in _STOPS[-1][1])
+
+
+def _ink(fill: str) -> str:
+    """Dark text on a light cell, white on a dark one (relative luminance, WCAG)."""
+    r, g, b = (int(fill[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    lum = sum(
+        w * (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4)
+        for w, c in zip((0.2126, 0.7152, 0.0722), (r, g, b), strict=True)
+    )
+    return "#1c2433" if lum > 0.22 else "#ffffff"
+
+
+def percent(rate: float | None) -> str:
+    return "—" if rate is None else f"{rate * 100:.0f} %"
+
+
+def heatmap(comparison: Any, site: Site) -> dict[str, Any]:
+    """The geometry of a comparison's heatmap (rows: questions, columns: answering models), which
+    ``templates/_heatmap.html`` draws as inline SVG."""
+    models, rows = comparison.models, comparison.rows
+    columns = [
+        {
+            "x": _LABEL_W + i * _CELL_W + _CELL_W / 2,
+            "label": m.label,
+            "href": site.path_for(m.iri),
+        }
+        for i, m in enumerate(models)
+    ]
+    out_rows, cells = [], []
+    for j, row in enumerate(rows):
+        y = _HEAD_H + j * _CELL_H
+        text = row.text or row.question_id
+        short = text if len(text) <= _LABEL_CHARS else text[: _LABEL_CHARS - 1] + "…"
+        out_rows.append(
+            {
+                "y": y + _CELL_H / 2,
+                "label": short,
+                "title": text,
+                "href": site.path_for(row.question) if row.question else None,
+            }
+        )
+        for i, m in enumerate(models):
+            tally = row.cells.get(m.iri)
+            if tally is None or tally.results == 0:
+                fill, label = NOT_RUN, ""
+                title = f"{text} — {m.label}: not run"
+            elif tally.pass_rate is None:
+                fill, label = NO_VERDICT, "–"
+                title = f"{text} — {m.label}: no verdict in {tally.results} result{'s' if tally.results != 1 else ''}"
+            else:
+                fill, label = rate_colour(tally.pass_rate), f"{tally.pass_rate * 100:.0f}"
+                title = (
+                    f"{text} — {m.label}: {percent(tally.pass_rate)} passed "
+                    f"({tally.passed} of {tally.verified} verified; {tally.results} result"
+                    f"{'s' if tally.results != 1 else ''}, {tally.failures} with a failure)"
+                )
+            cells.append(
+                {
+                    "x": _LABEL_W + i * _CELL_W,
+                    "y": y,
+                    "fill": fill,
+                    "ink": _ink(fill),
+                    "label": label,
+                    "title": title,
+                    "state": "not-run" if fill == NOT_RUN else ("no-verdict" if fill == NO_VERDICT else "rated"),
+                }
+            )
+    height = _HEAD_H + len(rows) * _CELL_H
+    return {
+        "width": _LABEL_W + max(len(models), 1) * _CELL_W + 40,
+        "height": height + _LEGEND_H,
+        "grid_height": height,
+        "cell_w": _CELL_W,
+        "cell_h": _CELL_H,
+        "label_w": _LABEL_W,
+        "head_h": _HEAD_H,
+        "columns": columns,
+        "rows": out_rows,
+        "cells": cells,
+        "legend_y": height + 22,
+        "stops": [{"offset": f"{a * 100:.0f}%", "colour": rate_colour(a)} for a in (0.0, 0.25, 0.5, 0.75, 1.0)],
+        "no_verdict": NO_VERDICT,
+        "not_run": NOT_RUN,
+    }

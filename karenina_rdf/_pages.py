@@ -23,12 +23,13 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from ._errors import InvalidValueError, NotFoundError
 from ._graph import term_value
-from ._ids import owning_question
+from ._ids import owning_question, unsegment
 from ._linked import Located
 from ._page_data import (
     PAGE_SIZE,
     BenchmarkHeader,
     QuestionTable,
+    QuestionView,
     benchmark_header,
     benchmark_rows,
     graph_sample,
@@ -36,10 +37,24 @@ from ._page_data import (
     question_table,
     question_view,
 )
-from ._page_terms import compact, editor_text, highlighted, named_query_views, term_view
+from ._page_results import (
+    OUTCOMES,
+    RESULTS_PAGE,
+    ResultRow,
+    comparison,
+    model_runs,
+    question_results,
+    result_table,
+    result_view,
+    run_rows,
+    run_view,
+)
+from ._page_terms import compact, editor_text, heatmap, highlighted, named_query_views, percent, term_view
 from ._protocol import MEDIA_TYPES, SUFFIXES
 from ._queries import named_queries
-from ._vocab import PREFIXES, SCHEMA, sparql_prefixes
+from ._results_model import RDFS
+from ._results_store import resolve_run
+from ._vocab import KARENINA, PREFIXES, SCHEMA, sparql_prefixes
 
 if TYPE_CHECKING:
     from ._endpoint import Endpoint
@@ -83,11 +98,11 @@ def _when(value: str | None) -> str:
     return value.replace("+00:00", " UTC")
 
 
-def _label(located: Located, triples: list[ox.Triple], bench_name: str) -> str:
+def _label(located: Located, triples: list[ox.Triple], owner_name: str) -> str:
     """What a generic resource page calls its resource: its name, else the start of its text,
     else the last segment of its IRI."""
     if located.whole_graph:
-        return f"Graph of {bench_name}"
+        return f"Graph of {owner_name}"
     by_predicate = {t.predicate.value: term_value(t.object) for t in reversed(triples)}
     name, text = by_predicate.get(SCHEMA + "name"), by_predicate.get(SCHEMA + "text")
     if name:
@@ -95,6 +110,21 @@ def _label(located: Located, triples: list[ox.Triple], bench_name: str) -> str:
     if text:
         return text if len(text) <= 80 else text[:79] + "…"
     return unquote(located.iri.rstrip("/").rsplit("/", 1)[-1])
+
+
+def _json_value(value: Any) -> str | None:
+    return None if value is None else json.dumps(value, indent=2, ensure_ascii=False)
+
+
+def _rubric_traits(definition: Any) -> list[dict[str, Any]]:
+    """The traits of a run's ``shared_data.rubric_definition`` ({"llm_traits": [...], ...})."""
+    out: list[dict[str, Any]] = []
+    if isinstance(definition, dict):
+        for group, traits in definition.items():
+            for t in traits if isinstance(traits, list) else []:
+                if isinstance(t, dict):
+                    out.append({"group": group, **t})
+    return out
 
 
 def _page_number(request: Request) -> int:
@@ -121,6 +151,8 @@ class Pages:
         self.env.filters["compact"] = compact
         self.env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False)
         self.env.filters["when"] = _when
+        self.env.filters["percent"] = percent
+        self.env.globals["outcomes"] = OUTCOMES
         self.env.globals["formats"] = self.formats
 
     def add_routes(self, app: FastAPI) -> None:
@@ -128,6 +160,8 @@ class Pages:
             ("/", self.index),
             ("/query", self.query_page),
             ("/query/{name}", self.named_query_page),
+            ("/runs", self.runs_page),
+            ("/compare", self.compare_page),
         ]
         for path, handler in routes:
             app.add_api_route(path, handler, methods=["GET", "HEAD"], include_in_schema=False)
@@ -161,8 +195,17 @@ class Pages:
     # -- resources -------------------------------------------------------------------------
     async def resource_page(self, request: Request, located: Located) -> Response:
         types = await self._run(partial(self.site.types, located))
-        if not located.whole_graph:
-            if located.iri == located.benchmark and SCHEMA + "DataFeed" in types:
+        if located.kind == "model":
+            return await self._model_page(located, types)
+        if located.kind == "run" and not located.whole_graph:
+            if located.is_owner:
+                return await self._run_page(request, located)
+            if KARENINA + "VerificationResult" in types:
+                page = await self._result_page(located)
+                if page is not None:
+                    return page
+        if located.kind == "benchmark" and not located.whole_graph:
+            if located.is_owner and SCHEMA + "DataFeed" in types:
                 return await self._benchmark_page(request, located)
             if SCHEMA + "Question" in types:
                 page = await self._question_page(located)
@@ -171,7 +214,7 @@ class Pages:
         return await self._resource_page(located, types)
 
     async def _benchmark_page(self, request: Request, located: Located) -> Response:
-        store, bench, graph = self.endpoint.store, located.benchmark, located.graph
+        store, bench, graph = self.endpoint.store, located.owner, located.graph
         needle = request.query_params.get("q", "").strip()
         page = _page_number(request)
 
@@ -214,9 +257,14 @@ class Pages:
 
     async def _question_page(self, located: Located) -> Response | None:
         ep = self.endpoint
-        view = await self._run(
-            lambda: question_view(ep.store, located.benchmark, located.graph, located.iri, ep.dataset())
-        )
+
+        def job() -> tuple[QuestionView | None, list[ResultRow], bool]:
+            view = question_view(ep.store, located.owner, located.graph, located.iri, ep.dataset())
+            if view is None:
+                return None, [], False
+            return view, *question_results(ep.store, located.iri)
+
+        view, results, more = await self._run(job)
         if view is None:
             return None
         q = view.question
@@ -232,12 +280,14 @@ class Pages:
             template=template,
             code=code,
             path=path,
-            bench_path=self.site.path_for(located.benchmark),
+            bench_path=self.site.path_for(located.owner),
+            results=results,
+            more_results=more,
             alternates=self.formats(path)[1:],
         )
 
     async def _resource_page(self, located: Located, types: set[str]) -> Response:
-        store, site, bench = self.endpoint.store, self.site, located.benchmark
+        store, site, owner = self.endpoint.store, self.site, located.owner
 
         def text_of(iri: str) -> str | None:
             found = store.oxigraph.quads_for_pattern(
@@ -250,25 +300,24 @@ class Pages:
                 triples = list(graph_sample(store, located.graph, GRAPH_PAGE_TRIPLES + 1))
             else:
                 triples = site.describe(located)
-            names = store.oxigraph.quads_for_pattern(
-                ox.NamedNode(bench), ox.NamedNode(SCHEMA + "name"), None, located.graph
-            )
-            name = next((term_value(q.object) for q in names), bench)
+                if located.kind == "run":
+                    # The description of a run's node holds its parts too; the page lists its own.
+                    triples = [t for t in triples if t.subject == ox.NamedNode(located.iri)]
             item_of = None
             if SCHEMA + "DataFeedItem" in types:
                 question = next((term_value(t.object) for t in triples if t.predicate.value == SCHEMA + "item"), None)
                 if question is not None:
                     item_of = (site.path_for(question), text_of(question) or question)
-            return triples, name, item_of
+            return triples, self._owner_name(located), item_of
 
-        triples, bench_name, item_of = await self._run(job)
+        triples, owner_name, item_of = await self._run(job)
         more = len(triples) > GRAPH_PAGE_TRIPLES
         triples = triples[:GRAPH_PAGE_TRIPLES]
         rows = [
             {
-                "subject": term_view(t.subject, site, bench),
-                "predicate": term_view(t.predicate, site, bench),
-                "object": term_view(t.object, site, bench),
+                "subject": term_view(t.subject, site, owner),
+                "predicate": term_view(t.predicate, site, owner),
+                "object": term_view(t.object, site, owner),
             }
             for t in triples
         ]
@@ -278,12 +327,11 @@ class Pages:
         if SCHEMA + "SoftwareSourceCode" in types:
             text = next((term_value(t.object) for t in triples if t.predicate.value == SCHEMA + "text"), None)
             code = highlighted(text, "python") if text is not None else None
-        owner = owning_question(bench, located.iri)
         path = site.path_for(located.iri)
-        label = _label(located, triples, bench_name)
+        label = _label(located, triples, owner_name)
         return self._render(
             "resource.html",
-            nav="benchmarks",
+            nav="runs" if located.kind == "run" else "benchmarks",
             title=label,
             label=label,
             located=located,
@@ -292,9 +340,159 @@ class Pages:
             more=more,
             code=code,
             item_of=item_of,
-            owner=(owner[0], site.path_for(owner[1])) if owner and owner[1] != located.iri else None,
-            bench_name=bench_name,
-            bench_path=site.path_for(bench),
+            crumbs=self._crumbs(located, owner_name),
+            owner_name=owner_name,
+            owner_path=site.path_for(owner),
+            path=path,
+            alternates=self.formats(path)[1:],
+        )
+
+    def _owner_name(self, located: Located) -> str:
+        """What the pages call the benchmark or run a resource belongs to. Blocking."""
+        if located.kind == "run":
+            return "Run " + unsegment(located.owner.rsplit("/", 1)[-1])
+        names = self.endpoint.store.oxigraph.quads_for_pattern(
+            ox.NamedNode(located.owner), ox.NamedNode(SCHEMA + "name"), None, located.graph
+        )
+        return next((term_value(q.object) for q in names), located.owner)
+
+    def _crumbs(self, located: Located, owner_name: str) -> list[tuple[str, str]]:
+        """(label, link) of the pages above a resource's page."""
+        site = self.site
+        if located.kind == "run":
+            crumbs = [("Runs", "/runs"), (owner_name, site.path_for(located.owner))]
+            results = located.owner + "/results/"
+            if located.iri.startswith(results):
+                key = located.iri[len(results) :].split("/", 1)[0]
+                if results + key != located.iri:
+                    crumbs.append((f"Result {key}", site.path_for(results + key)))
+            return crumbs
+        crumbs = [("Benchmarks", "/"), (owner_name, site.path_for(located.owner))]
+        owner = owning_question(located.owner, located.iri)
+        if owner and owner[1] != located.iri:
+            short = owner[0] if len(owner[0]) <= 48 else owner[0][:47] + "…"
+            crumbs.append((f"Question {short}", site.path_for(owner[1])))
+        return crumbs
+
+    # -- verification runs -------------------------------------------------------------------
+    async def runs_page(self, request: Request) -> Response:
+        store = self.endpoint.store
+        rows = await self._run(lambda: run_rows(store))
+        return self._render("runs.html", nav="runs", title="Verification runs", rows=rows)
+
+    async def _run_page(self, request: Request, located: Located) -> Response:
+        store, run, graph = self.endpoint.store, located.owner, located.graph
+        page = _page_number(request)
+        selected = {k: request.query_params.get(k, "") for k in ("model", "judge", "outcome")}
+        if selected["outcome"] not in ("", *OUTCOMES):
+            selected["outcome"] = ""
+        view, table = await self._run(lambda: (run_view(store, run, graph), result_table(store, graph, page, selected)))
+        path = self.site.path_for(run)
+
+        def page_url(n: int) -> str:
+            params = {"page": str(n)} | {k: v for k, v in selected.items() if v}
+            return f"{path}?{urlencode(params)}"
+
+        graph_path = self.site.path_for(view.graph)
+        downloads = [
+            {"label": "Karenina results export (JSON)", "href": path + "/results.json", "type": "application/json"},
+            {"label": "Karenina results (CSV)", "href": path + "/results.csv", "type": "text/csv"},
+            {"label": "Run graph (Turtle)", "href": graph_path + ".ttl", "type": "text/turtle"},
+            {"label": "Run graph (N-Triples)", "href": graph_path + ".nt", "type": "application/n-triples"},
+        ]
+        return self._render(
+            "run.html",
+            nav="runs",
+            title=f"Run {view.row.run_id}",
+            view=view,
+            row=view.row,
+            groups=view.row.groups,
+            table=table,
+            selected=selected,
+            page_url=page_url,
+            page_size=RESULTS_PAGE,
+            path=path,
+            graph_path=graph_path,
+            downloads=downloads,
+            config=_json_value(view.facts.get("verificationConfig")),
+            rubric=_rubric_traits(view.facts.get("rubricDefinition")),
+            alternates=[*self.formats(path)[1:], *downloads[:2]],
+        )
+
+    async def compare_page(self, request: Request) -> Response:
+        """Questions × answering models of one run or several (``?run=ID&run=ID``), as a heatmap."""
+        store = self.endpoint.store
+        wanted = request.query_params.getlist("run")
+        sort = request.query_params.get("sort", "question")
+        sort = sort if sort in ("question", "pass-rate") else "question"
+        page = _page_number(request)
+
+        def job() -> tuple[Any, list[Any]]:
+            every = run_rows(store)
+            chosen = [resolve_run(store, ref) for ref in dict.fromkeys(wanted)]
+            if not chosen and every:
+                chosen = [resolve_run(store, every[0].iri)]  # the latest run
+            return comparison(store, chosen, page, sort), every
+
+        result, every = await self._run(job)
+        chosen_ids = [r.run_id for r in result.runs]
+
+        def page_url(n: int) -> str:
+            return "/compare?" + urlencode([("run", r) for r in chosen_ids] + [("sort", sort), ("page", str(n))])
+
+        return self._render(
+            "compare.html",
+            nav="runs",
+            title="Answering models compared",
+            comparison=result,
+            map=heatmap(result, self.site),
+            every=every,
+            chosen=set(chosen_ids),
+            page_url=page_url,
+        )
+
+    async def _result_page(self, located: Located) -> Response | None:
+        store = self.endpoint.store
+        view = await self._run(lambda: result_view(store, located.owner, located.graph, located.iri))
+        if view is None:
+            return None
+        path = self.site.path_for(located.iri)
+        title = view.row.text or view.row.question_id or "Result"
+        return self._render(
+            "result.html",
+            nav="runs",
+            title=title,
+            heading=title,
+            view=view,
+            row=view.row,
+            path=path,
+            run_path=self.site.path_for(located.owner),
+            alternates=self.formats(path)[1:],
+        )
+
+    async def _model_page(self, located: Located, types: set[str]) -> Response:
+        store = self.endpoint.store
+
+        def job() -> tuple[dict[str, str], list[Any]]:
+            own = {
+                q.predicate.value: term_value(q.object)
+                for q in store.oxigraph.quads_for_pattern(ox.NamedNode(located.iri), None, None, located.graph)
+            }
+            return own, model_runs(store, located.iri, located.graphs)
+
+        own, runs = await self._run(job)
+        label = own.get(RDFS + "label") or located.iri.rsplit("/", 1)[-1]
+        facts = {compact(p): v for p, v in sorted(own.items()) if p != RDFS + "label" and not p.endswith("#type")}
+        path = self.site.path_for(located.iri)
+        return self._render(
+            "model.html",
+            nav="runs",
+            title=label,
+            label=label,
+            located=located,
+            types=sorted(compact(t) for t in types),
+            facts=facts,
+            runs=runs,
             path=path,
             alternates=self.formats(path)[1:],
         )

@@ -9,6 +9,7 @@ under the result's IRI, so a result and everything it owns share one IRI prefix.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -42,12 +43,17 @@ from ._vocab import KARENINA, RDF, SCHEMA, camel
 A = t.iri(RDF + "type")
 
 
+@functools.lru_cache(maxsize=1024)
 def _k(local: str) -> str:
     return f"<{KARENINA}{local}>"
 
 
+@functools.lru_cache(maxsize=1024)
 def _pred(name: str) -> str:
     return f"<{KARENINA}{camel(name)}>"
+
+
+_NULL = t.json_literal(None)
 
 
 _POSITION = _k("position")
@@ -124,6 +130,17 @@ def _ordered_ok(keys: list[str], canonical: tuple[str, ...]) -> bool:
     return True
 
 
+_NAMES: dict[int, frozenset[str]] = {}
+
+
+def _names(fields: tuple[Field, ...]) -> frozenset[str]:
+    # Keyed by identity: the field tables are module constants (and a list default is unhashable).
+    names = _NAMES.get(id(fields))
+    if names is None:
+        names = _NAMES[id(fields)] = frozenset(f.name for f in fields)
+    return names
+
+
 class ResultMapper:
     """Maps rows of one run; ``lines`` collects the N-Triples of the row being mapped."""
 
@@ -140,23 +157,29 @@ class ResultMapper:
 
     # -- parts -----------------------------------------------------------------------------
     def _part(self, node: str, part: str, obj: dict[str, Any], fields: tuple[Field, ...], special: Any) -> None:
-        known = set()
+        lines = self.lines
+        value = t.value
+        present = []
         for f in fields:
-            known.add(f.name)
-            if f.name not in obj:
+            name = f.name
+            if name not in obj:
                 continue
-            v = obj[f.name]
+            present.append(name)
+            v = obj[name]
             if f.store == "value":
-                if not is_default(v, f.default):
-                    self._add(node, f"<{f.predicate}>", t.json_literal(None) if v is None else t.value(v))
+                default = f.default
+                if type(v) is not type(default) or v != default:  # is_default, inlined: the hot loop
+                    lines.append(f"{node} <{f.predicate}> {_NULL if v is None else value(v)} .\n")
             else:
                 special(node, f, v)
+        if len(present) == len(obj) and all(a == b for a, b in zip(present, obj, strict=False)):
+            return  # Karenina's keys in Karenina's order: nothing to note
+        known = _names(fields)
         keys = list(obj)
         extras = {k: obj[k] for k in keys if k not in known}
         if extras:
             self._add(node, _k(camel(part) + "ExtraFields"), t.json_literal(extras))
-        canonical = [f.name for f in fields if f.name in obj] + list(extras)
-        if keys != canonical:
+        if keys != present + list(extras):
             self._add(node, _k(camel(part) + "KeyOrder"), t.json_literal(keys))
 
     def _verbatim(self, node: str, name: str, value: Any) -> None:

@@ -74,10 +74,10 @@ class Field:
     name: str
     default: Any = None
     store: str = "value"
+    predicate: str = ""  # karenina: + camelCase name, filled in by __post_init__ (hot in the mapper)
 
-    @property
-    def predicate(self) -> str:
-        return KARENINA + camel(self.name)
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "predicate", KARENINA + camel(self.name))
 
 
 def _fields(*specs: str | tuple[str, Any] | tuple[str, Any, str]) -> tuple[Field, ...]:

@@ -38,6 +38,13 @@ def test_every_cli_command_is_documented() -> None:
             c for c in app.registered_commands if c.name == name or (c.callback and c.callback.__name__ == name)
         )
         assert command.callback is not None and command.callback.__doc__, f"{name} has no help text"
+    groups = [(g.name, g.typer_instance) for g in app.registered_groups]
+    assert [name for name, _ in groups] == ["results"]
+    for group, sub in groups:
+        assert sub.registered_commands, f"no {group} commands"
+        for c in sub.registered_commands:
+            assert f"`karenina-rdf {group} {c.name}" in README, f"README does not document `{group} {c.name}`"
+            assert c.callback is not None and c.callback.__doc__, f"{group} {c.name} has no help text"
 
 
 def test_docs_exist() -> None:
