@@ -17,6 +17,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from ._graph import node_index, solutions, term_value
+from ._ids import unsegment
 from ._results_model import EARL, PROV, RDFS
 from ._store import Store
 from ._vocab import CATALOG_GRAPH, KARENINA, PREFIXES, SCHEMA
@@ -53,14 +54,14 @@ SELECT ?r WHERE { ?r a karenina:VerificationResult ; karenina:position ?pos . %s
 ORDER BY ?pos ?r LIMIT %d OFFSET %d"""
 _COUNT = "SELECT (COUNT(?r) AS ?n) WHERE { ?r a karenina:VerificationResult . %s }"
 _ROWS = """
-SELECT ?r ?pos ?qid ?q ?text ?m ?j ?rep ?outcome ?v ?category ?run WHERE {
+SELECT ?r ?pos ?qid ?q ?text ?m ?ml ?j ?jl ?rep ?outcome ?v ?category ?run WHERE {
   VALUES ?r { %s }
   OPTIONAL { ?r karenina:position ?pos }
   OPTIONAL { ?r karenina:questionId ?qid }
   OPTIONAL { ?r earl:test ?q }
   OPTIONAL { ?r karenina:questionText ?text }
-  OPTIONAL { ?r earl:subject ?m }
-  OPTIONAL { ?r earl:assertedBy ?j }
+  OPTIONAL { ?r earl:subject ?m OPTIONAL { ?m rdfs:label ?ml } }
+  OPTIONAL { ?r earl:assertedBy ?j OPTIONAL { ?j rdfs:label ?jl } }
   OPTIONAL { ?r karenina:replicate ?rep }
   OPTIONAL { ?r earl:result/earl:outcome ?outcome }
   OPTIONAL { ?r karenina:verifyResult ?v }
@@ -217,12 +218,19 @@ class ResultRow:
     question: str | None  # the stored question it tests, if any
     text: str | None
     model: str | None
+    model_label: str | None
     judge: str | None
+    judge_label: str | None
     replicate: int | None
     outcome: str | None  # passed, failed, cantTell, inapplicable
     verify_result: str | None  # "true", "false", or another stored value
     failure: str | None  # the failure category
     run: str | None
+
+    @property
+    def run_id(self) -> str:
+        """The run's id, read from its IRI (``{base}runs/{seg(id)}``)."""
+        return unsegment((self.run or "").rsplit("/", 1)[-1])
 
 
 @dataclass(frozen=True)
@@ -271,7 +279,9 @@ def result_rows(store: Store, graph: ox.NamedNode | list[ox.NamedNode], results:
             question=_v(s, "q"),
             text=_v(s, "text"),
             model=_v(s, "m"),
+            model_label=_v(s, "ml"),
             judge=_v(s, "j"),
+            judge_label=_v(s, "jl"),
             replicate=int(rep) if rep is not None and rep.lstrip("-").isdigit() else None,
             outcome=_local(_v(s, "outcome"), EARL),
             verify_result=_v(s, "v"),

@@ -38,6 +38,7 @@ from ._page_data import (
     question_view,
 )
 from ._page_results import (
+    COMPARE_PAGE,
     OUTCOMES,
     RESULTS_PAGE,
     ResultRow,
@@ -112,6 +113,18 @@ def _label(located: Located, triples: list[ox.Triple], owner_name: str) -> str:
     return unquote(located.iri.rstrip("/").rsplit("/", 1)[-1])
 
 
+def _duration(seconds: Any) -> str:
+    """``3600.5`` → ``1 h 0 min 0.5 s``."""
+    if not isinstance(seconds, (int, float)) or isinstance(seconds, bool):
+        return "—" if seconds is None else str(seconds)
+    minutes, secs = divmod(float(seconds), 60)
+    hours, minutes = divmod(int(minutes), 60)
+    text = f"{secs:.1f}".removesuffix(".0") + " s"
+    if hours or minutes:
+        text = f"{minutes} min {text}"
+    return f"{hours} h {text}" if hours else text
+
+
 def _json_value(value: Any) -> str | None:
     return None if value is None else json.dumps(value, indent=2, ensure_ascii=False)
 
@@ -152,6 +165,8 @@ class Pages:
         self.env.filters["json"] = lambda v: json.dumps(v, ensure_ascii=False)
         self.env.filters["when"] = _when
         self.env.filters["percent"] = percent
+        self.env.filters["duration"] = _duration
+        self.env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
         self.env.globals["outcomes"] = OUTCOMES
         self.env.globals["formats"] = self.formats
 
@@ -188,9 +203,9 @@ class Pages:
     # -- index -----------------------------------------------------------------------------
     async def index(self, request: Request) -> Response:
         ep = self.endpoint
-        rows = await self._run(lambda: benchmark_rows(ep.store, ep.dataset()))
+        rows, runs = await self._run(lambda: (benchmark_rows(ep.store, ep.dataset()), len(ep.store._runs())))
         void = [{"type": "text/turtle", "href": "/.well-known/void", "label": "VoID (Turtle)", "format": "turtle"}]
-        return self._render("index.html", nav="benchmarks", title="Benchmarks", rows=rows, alternates=void)
+        return self._render("index.html", nav="benchmarks", title="Benchmarks", rows=rows, runs=runs, alternates=void)
 
     # -- resources -------------------------------------------------------------------------
     async def resource_page(self, request: Request, located: Located) -> Response:
@@ -446,6 +461,7 @@ class Pages:
             title="Answering models compared",
             comparison=result,
             map=heatmap(result, self.site),
+            page_size=COMPARE_PAGE,
             every=every,
             chosen=set(chosen_ids),
             page_url=page_url,

@@ -126,10 +126,14 @@ class RemoteStore:
         else:
             where, g = f"GRAPH ?g {{ {s} {p} {o} }}", "?g"
         names = [v for v in (s, p, o, g) if v is not None and v.startswith("?")]
+        if o == "?o":
+            names.append("(STR(?o) AS ?lexical)")  # see _exact
         rows = self.query(f"SELECT {' '.join(names) or '*'} WHERE {{ {where} }}")
         out = []
         for row in rows:
             ts, tp, to = (row[v[1:]] if v.startswith("?") else t for v, t in ((s, subject), (p, predicate), (o, obj)))
+            if o == "?o":
+                to = _exact(to, row["lexical"])
             out.append(ox.Quad(ts, tp, to, graph_name if g is None else row["g"]))
         return out
 
@@ -155,8 +159,11 @@ class RemoteStore:
         if self.gsp_url is not None:
             params = {"graph": from_graph.value}
             return self._request("GET", self.gsp_url, what, params=params, headers={"Accept": _NT}).content
-        construct = f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ GRAPH {from_graph} {{ ?s ?p ?o }} }}"
-        return self._post(self.query_url, what, data={"query": construct}, headers={"Accept": _NT}).content
+        # Not a CONSTRUCT: Virtuoso (the server without GSP here) writes doubles in it with six
+        # significant digits; STR() gives the stored lexical form (see _exact).
+        rows = self.query(f"SELECT ?s ?p ?o (STR(?o) AS ?lexical) WHERE {{ GRAPH {from_graph} {{ ?s ?p ?o }} }}")
+        lines = [f"{r['s']} {r['p']} {_exact(r['o'], r['lexical'])} .\n" for r in rows]
+        return "".join(lines).encode("utf-8")
 
     # -- writes ----------------------------------------------------------------------------
     def update(self, update: str, base_iri: str | None = None) -> None:
@@ -223,6 +230,17 @@ def _form(query: str, base_iri: str | None) -> str:
 
 
 _EMPTY = ox.Store()
+
+
+_FLOATS = frozenset({"http://www.w3.org/2001/XMLSchema#double", "http://www.w3.org/2001/XMLSchema#float"})
+
+
+def _exact(term: Any, lexical: Any) -> Any:
+    """A double as stored: Virtuoso keeps full precision but serialises doubles in results with
+    six significant digits (1777950400.5 → "1.77795e+09"), while ``STR()`` returns them whole."""
+    if isinstance(term, ox.Literal) and term.datatype.value in _FLOATS and isinstance(lexical, ox.Literal):
+        return ox.Literal(lexical.value, datatype=term.datatype)
+    return term
 
 
 def _boolean(value: bool) -> Any:

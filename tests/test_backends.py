@@ -49,7 +49,9 @@ def test_import_list_and_export_round_trip(backend: Backend, tmp_path: Path) -> 
         out = tmp_path / path.name
         s.save(summary.benchmark_id, out)
         assert out.read_bytes() == path.read_bytes(), path.name  # Karenina's canonical form, byte for byte
-    assert len(_generations(s)) == 3
+    # One generation per benchmark and one per run (examples/results/ is imported after them).
+    assert [r.status for r in report.results] == ["imported"] * 3
+    assert len(_generations(s)) == 3 + 3
 
 
 def test_reimport_is_unchanged_or_replaces_atomically(backend: Backend) -> None:

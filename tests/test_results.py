@@ -178,6 +178,23 @@ def test_every_structure_of_a_full_run_round_trips(tmp_path: Path) -> None:
     assert exported(store, result.run_id) == path.read_text(encoding="utf-8")
 
 
+def test_runs_on_every_backend(backend: tuple[str, Store], tmp_path: Path) -> None:
+    """Embedded, Oxigraph server, Virtuoso: the same import, upsert, listing and export."""
+    _, store = backend
+    store.import_paths([EXAMPLES / "molecular-biology.jsonld"])
+    path = EXAMPLES / "results" / "molecular-biology-2026-05.json"
+    first = store.import_results(path)
+    assert (first.unmatched, first.rows) == (0, len(rows_of(path.read_text(encoding="utf-8"))))
+    again = store.import_results(path)
+    assert (again.status, again.added, again.replaced) == ("updated", 0, first.rows)
+    assert exported(store, first.run_id) == path.read_text(encoding="utf-8")
+    (summary,) = store.runs()
+    verdicts = [r["template"]["verify_result"] for r in rows_of(path.read_text(encoding="utf-8"))]
+    assert (summary.results, summary.passed) == (len(verdicts), verdicts.count(True))
+    store.delete_run(first.run_id)
+    assert store.runs() == []
+
+
 # -- the model in the store ------------------------------------------------------------------
 def test_results_link_to_questions_templates_traits_and_models(examples: Store) -> None:
     q = """SELECT (COUNT(?r) AS ?n) (COUNT(?q) AS ?linked) (COUNT(?t) AS ?templates) WHERE {
