@@ -112,8 +112,8 @@ def _row(
         question_text=q["text"],
         raw_answer=q["raw_answer"],
         keywords=q["keywords"],
-        answering=answering,
-        parsing=parsing,
+        answering=json.loads(json.dumps(answering)),  # a copy: callers may edit rows
+        parsing=json.loads(json.dumps(parsing)),
         execution_time=round(rng.uniform(0.5, 30.0), 3),
         timestamp=stamp,
         run_name=run_name,

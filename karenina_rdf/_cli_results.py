@@ -12,6 +12,7 @@ from rich.table import Table
 
 from ._cli import BaseOpt, StoreOpt, _run, err, out
 from ._graph import solutions, term_value
+from ._results_read import is_sqlite
 from ._results_store import ResultsImport
 from ._store import Store
 
@@ -64,7 +65,11 @@ def import_(
 
     def act(s: Store) -> None:
         for path in paths:
-            print_results_import(s.import_results(path, benchmark=benchmark, run=run))
+            if is_sqlite(path):
+                for result in s.import_results_db(path, benchmark=benchmark, run=run):
+                    print_results_import(result)
+            else:
+                print_results_import(s.import_results(path, benchmark=benchmark, run=run))
 
     _run(store, base_iri, act)
 

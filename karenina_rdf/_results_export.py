@@ -33,7 +33,7 @@ from ._results_model import (
     Field,
     display_string,
 )
-from ._vocab import KARENINA, SCHEMA, camel
+from ._vocab import KARENINA, MODELS_GRAPH, SCHEMA, camel
 
 _K = KARENINA
 
@@ -64,7 +64,7 @@ class ResultRebuilder:
 
     def _model(self, iri: str) -> dict[str, Any]:
         if iri not in self._models:
-            preds = node_index(self.source, self.graph, [iri]).get(iri, {})
+            preds = node_index(self.source, MODELS_GRAPH, [iri]).get(iri, {})
             self._models[iri] = {
                 "interface": _one(preds, _K + "interface"),
                 "model_name": _one(preds, SCHEMA + "name"),

@@ -31,12 +31,12 @@ from ._results_model import (
     RDFS,
     RESULT_KEYS,
     ROOT,
+    RUBRIC,
     SCORE_DICTS,
     USAGE_KEYS,
     Field,
     canonical_key,
     display_string,
-    is_default,
 )
 from ._vocab import KARENINA, RDF, SCHEMA, camel
 
@@ -98,6 +98,9 @@ def outcome(result: dict[str, Any]) -> str:
     return "cantTell"
 
 
+Facts = tuple[str | None, str | None, str | None, bool | None, bool]
+
+
 @dataclass
 class QuestionLink:
     """A stored question a result's ``question_id`` names."""
@@ -130,15 +133,19 @@ def _ordered_ok(keys: list[str], canonical: tuple[str, ...]) -> bool:
     return True
 
 
-_NAMES: dict[int, frozenset[str]] = {}
+_NAMES: dict[int, tuple[tuple[Field, ...], frozenset[str]]] = {}
 
 
 def _names(fields: tuple[Field, ...]) -> frozenset[str]:
-    # Keyed by identity: the field tables are module constants (and a list default is unhashable).
-    names = _NAMES.get(id(fields))
-    if names is None:
-        names = _NAMES[id(fields)] = frozenset(f.name for f in fields)
-    return names
+    # Keyed by identity (a list default makes the tables unhashable); the table is kept in the
+    # entry, so an id reused by another tuple is noticed instead of answering for the old one.
+    hit = _NAMES.get(id(fields))
+    if hit is None or hit[0] is not fields:
+        hit = _NAMES[id(fields)] = (fields, frozenset(f.name for f in fields))
+    return hit[1]
+
+
+_RUBRIC_VALUES = tuple(f for f in RUBRIC if f.store != "scores")
 
 
 class ResultMapper:
@@ -147,9 +154,14 @@ class ResultMapper:
     def __init__(self, ctx: Context) -> None:
         self.ctx = ctx
         self.lines: list[str] = []
+        self.model_lines: list[str] = []  # model nodes: for the shared models graph, not the run's
         self.unmatched = 0
         self.template_mismatch = 0
         self.migrated = 0
+        # What the run's tallies need of the row just mapped: (answering model, judge, benchmark,
+        # verify_result if a boolean, failed?).
+        self.facts: Facts = (None, None, None, None, False)
+        self._identities: dict[str, str] = {}
         self._field_names: set[str] = set()
 
     def _add(self, s: str, p: str, o: str) -> None:
@@ -202,6 +214,7 @@ class ResultMapper:
             raise ValueError("metadata.question_id must be a string")
         ctx = self.ctx
         self._field_names = set()
+        self._identities = {}
         r = f"<{ctx.run}/results/{row_key(meta)}>"
         add = self._add
         add(r, A, _k("VerificationResult"))
@@ -249,12 +262,21 @@ class ResultMapper:
                 node = r
             if part == "rubric":
                 self._scores(node, obj, link)
-                fields = tuple(f for f in fields if f.store != "scores")
+                fields = _RUBRIC_VALUES
             self._part(node, part, obj, fields, special)
         root = {k: row[k] for k in row if k not in RESULT_KEYS[:5]}
         self._part(r, "result", root, ROOT, special)
         if list(row) != [k for k in RESULT_KEYS if k in row] + [k for k in row if k not in RESULT_KEYS]:
             add(r, _k("rowKeyOrder"), t.json_literal(list(row)))
+        template = row.get("template")
+        verdict = template.get("verify_result") if isinstance(template, dict) else None
+        self.facts = (
+            self._identities.get("answering"),
+            self._identities.get("parsing"),
+            link.benchmark if link is not None else None,
+            verdict if isinstance(verdict, bool) else None,
+            bool(meta.get("failure")),
+        )
         return r[1:-1]
 
     # -- structures ------------------------------------------------------------------------
@@ -269,19 +291,21 @@ class ResultMapper:
             self._verbatim(node, f.name + "_identity", v)  # not a ModelIdentity: kept as it came
             return
         m = model_iri(self.ctx.base_iri, v)
+        self._identities[f.name] = m
         self._add(node, pred, f"<{m}>")
         if m in self.ctx.emitted_models:
             return
         self.ctx.emitted_models.add(m)
         mi = f"<{m}>"
-        self._add(mi, A, _k("Model"))
-        self._add(mi, A, t.iri(PROV + "SoftwareAgent"))
-        self._add(mi, _k("canonicalKey"), t.string(canonical_key(v)))
-        self._add(mi, t.iri(RDFS + "label"), t.string(display_string(v)))
+        model = self.model_lines
+        model.append(f"{mi} {A} {_k('Model')} .\n")
+        model.append(f"{mi} {A} {t.iri(PROV + 'SoftwareAgent')} .\n")
+        model.append(f"{mi} {_k('canonicalKey')} {t.string(canonical_key(v))} .\n")
+        model.append(f"{mi} {t.iri(RDFS + 'label')} {t.string(display_string(v))} .\n")
         for x in MODEL_IDENTITY:
             value = v[x.name]
             if value is not None and not (x.name == "tools" and value == []):
-                self._add(mi, _NAME if x.name == "model_name" else f"<{x.predicate}>", t.value(value))
+                model.append(f"{mi} {_NAME if x.name == 'model_name' else f'<{x.predicate}>'} {t.value(value)} .\n")
 
     def _failure(self, node: str, f: Field, v: Any, link: QuestionLink | None) -> None:
         if v is None:

@@ -22,6 +22,14 @@ _WS = " \t\n\r"
 _decode = json.JSONDecoder().raw_decode
 
 
+def is_sqlite(path: str | Path) -> bool:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(16) == b"SQLite format 3\x00"
+    except OSError:
+        return False
+
+
 def looks_like_results(path: str | Path) -> bool:
     """A Karenina results export (a ``format_version`` before any ``@context``) or a SQLite
     results database, judged from the file's first bytes."""

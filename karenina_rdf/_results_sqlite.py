@@ -7,8 +7,9 @@ its part (``metadata_``, ``template_``, ``rubric_``, ``dj_``, ``djr_``; root fie
 the nested ``ModelIdentity`` and ``Failure`` flattened once more (``metadata_answering_model_name``,
 ``metadata_failure_category``). Each row is rebuilt here into the result dict Karenina's loader
 (``orm_to_pydantic``) makes and ``model_dump`` writes, and the run's rows go through the same
-import as an export's (``_results_store._Import``), so a run read from a database and the same run
-read from an export are the same triples.
+import as an export's (``_results_store._Import``), so the rows of a run read from a database and
+from its export are the same triples (the run header differs by what a database keeps: see
+``ResultsDatabase._run``).
 
 The reader uses the standard library's ``sqlite3`` on a read-only connection: Karenina (and its
 SQLAlchemy dependency) need not be installed, and the database is never written.
@@ -20,11 +21,11 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
+import json.scanner
 import re
 import sqlite3
 from array import array
 from collections.abc import Callable, Iterator, Sequence
-from copy import deepcopy
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -222,8 +223,11 @@ def result_columns() -> list[str]:
     return out
 
 
-# -- decoding one column ----------------------------------------------------------------------
+# -- rebuilding a row -------------------------------------------------------------------------
 _loads = json.loads
+# The decoder's own scanner, called directly: json.loads adds two regex matches and three calls
+# around it, which cost as much as the scan for the short texts most columns hold (measured).
+_scan: Callable[[str, int], tuple[Any, int]] = json.scanner.make_scanner(json.JSONDecoder())  # type: ignore[arg-type]
 
 
 def _json(value: Any) -> Any:
@@ -231,13 +235,16 @@ def _json(value: Any) -> Any:
     # in SQLite, so a number comes back as a number (1.0 even as the integer 1), which
     # SQLAlchemy's SQLite JSON processor passes through. Karenina's loader sees the same.
     if value.__class__ is str:
-        return None if value == "null" else _loads(value)
+        if value == "null":
+            return None
+        try:
+            result, end = _scan(value, 0)
+        except StopIteration:
+            end = -1
+        # Anything the scanner does not take whole (leading space, trailing text, bad JSON):
+        # json.loads decides, and raises the error with its position.
+        return result if end == len(value) else _loads(value)
     return value
-
-
-def _boolean(value: Any) -> Any:
-    # SQLAlchemy's Boolean stores 0/1 and reads back bool(value).
-    return value if value is None else bool(value)
 
 
 def _float(value: Any) -> Any:
@@ -246,105 +253,101 @@ def _float(value: Any) -> Any:
     return float(value) if value.__class__ is int else value
 
 
-def _same(value: Any) -> Any:
-    return value
+def _nested(values: tuple[Any, ...], present: tuple[bool, ...], keys: tuple[str, ...]) -> dict[str, Any] | None:
+    # Every column NULL: the nested model was None when saved (a failure), or Karenina's
+    # constructor fails on it and the loader makes it None.
+    if all(v is None for v, p in zip(values, present, strict=True) if p):
+        return None
+    return dict(zip(keys, values, strict=True))
 
 
-_DECODERS: dict[str, Callable[[Any], Any]] = {
-    "text": _same,
-    "integer": _same,
-    "float": _float,
-    "boolean": _boolean,
-    "json": _json,
-}
+def _failure(values: tuple[Any, ...], present: tuple[bool, ...], keys: tuple[str, ...]) -> dict[str, Any] | None:
+    out = _nested(values, present, keys)
+    if out is not None:
+        # The computed ``group`` is dumped last; an unknown category (a newer Karenina's) keeps
+        # its failure, with no group, rather than losing it.
+        category = out["category"]
+        out["group"] = FAILURE_GROUPS.get(category) if isinstance(category, str) else None
+    return out
 
 
-# -- rebuilding a row -------------------------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class _Leaf:
-    key: str
-    index: int  # position in the SELECT, or -1: the database has no such column
-    decode: Callable[[Any], Any]
-    default: Any
-
-
-@dataclasses.dataclass(frozen=True)
-class _Nested:
-    key: str
-    leaves: tuple[_Leaf, ...]
-    failure: bool
-
-
-def _leaf(column: str, f: Field, positions: dict[str, int]) -> _Leaf:
-    return _Leaf(f.name, positions.get(column, -1), _DECODERS[column_kind(column)], f.default)
+def _part(value: dict[str, Any], present: tuple[str, ...]) -> dict[str, Any] | None:
+    # Karenina's loader: a part whose columns all read None was None when saved.
+    for key in present:
+        if value[key] is not None:
+            return value
+    return None
 
 
 class RowBuilder:
     """Rebuilds the result dict of a ``verification_results`` row (a tuple of the columns in
-    :attr:`columns` order) as Karenina's ``orm_to_pydantic`` + ``model_dump`` would make it."""
+    :attr:`columns` order) as Karenina's ``orm_to_pydantic`` + ``model_dump`` make it: fields in
+    Karenina's order, JSON decoded, 0/1 as booleans, a part (or failure) whose columns are all
+    None as None, ``failure.group`` from the category, and the fresh value of a field whose
+    column the database lacks.
+
+    The function that does it is generated once per database layout (the present columns): a
+    million rows of 115 columns are read, and a loop over a column table per row would cost
+    more than the SQLite read."""
 
     def __init__(self, present: Sequence[str]) -> None:
-        wanted = [c for c in result_columns() if c in set(present)]
-        self.columns: tuple[str, ...] = ("id", *wanted)
-        positions = {c: i for i, c in enumerate(self.columns)}
-        self.parts: list[tuple[str, tuple[_Leaf | _Nested, ...]]] = []
+        have = set(present)
+        self.columns: tuple[str, ...] = ("id", *(c for c in result_columns() if c in have))
+        position = {c: i for i, c in enumerate(self.columns)}
+        env: dict[str, Any] = {"J": _json, "F": _float, "N": _nested, "FAIL": _failure, "P": _part}
+        consts: list[Any] = []
+
+        def const(value: Any) -> str:
+            consts.append(value)
+            return f"C[{len(consts) - 1}]"
+
+        def read(column: str, default: Any) -> str:
+            i = position.get(column)
+            if i is None:
+                # No column: the field's fresh value (Karenina's model default); a fresh list each row.
+                return "[]" if default == [] else repr(default)
+            kind = column_kind(column)
+            if kind == "json":
+                return f"J(r[{i}])"
+            if kind == "boolean":
+                # SQLAlchemy's Boolean stores 0/1 and reads back bool(value).
+                return f"(None if r[{i}] is None else bool(r[{i}]))"
+            if kind == "float":
+                return f"F(r[{i}])"
+            return f"r[{i}]"
+
+        lines = ["def build(r):"]
         for key, fields, prefix in _PARTS:
-            entries: list[_Leaf | _Nested] = []
+            items, stored = [], []
             for f in fields:
                 nested = _nested_fields(f)
                 if nested is None:
-                    entries.append(_leaf(prefix + f.name, f, positions))
-                else:
-                    base = f"{prefix}{f.name}_"
-                    leaves = tuple(_leaf(base + x.name, x, positions) for x in nested)
-                    entries.append(_Nested(f.name, leaves, f.store == "failure"))
-            self.parts.append((key, tuple(entries)))
-        self.root = tuple(_leaf(f.name, f, positions) for f in ROOT)
-
-    @staticmethod
-    def _value(leaf: _Leaf, row: tuple[Any, ...]) -> Any:
-        if leaf.index < 0:
-            # No column: the field's fresh value (Karenina's model default).
-            return deepcopy(leaf.default)
-        value = row[leaf.index]
-        return value if value is None else leaf.decode(value)
-
-    def build(self, row: tuple[Any, ...]) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        value = self._value
-        for key, entries in self.parts:
-            part: dict[str, Any] = {}
-            stored = False  # a column of this part holds a value (not NULL, not JSON null)
-            for e in entries:
-                if isinstance(e, _Leaf):
-                    v = value(e, row)
-                    if v is not None and e.index >= 0:
-                        stored = True
-                    part[e.key] = v
+                    items.append(f"{f.name!r}: {read(prefix + f.name, f.default)}")
+                    if prefix + f.name in position:
+                        stored.append(f.name)
                     continue
-                sub = {leaf.key: value(leaf, row) for leaf in e.leaves}
-                if all(v is None for leaf, v in zip(e.leaves, sub.values(), strict=True) if leaf.index >= 0):
-                    # Every column NULL: the nested model was None when saved (a failure), or
-                    # Karenina's constructor fails on it and the loader makes it None.
-                    part[e.key] = None
-                    continue
-                stored = True
-                if e.failure:
-                    # The computed ``group`` is dumped last; an unknown category (a newer
-                    # Karenina's) keeps its failure, with no group, rather than losing it.
-                    category = sub.get("category")
-                    sub["group"] = FAILURE_GROUPS.get(category) if isinstance(category, str) else None
-                part[e.key] = sub
-            # Karenina's loader: a part whose columns are all None was None when saved.
-            out[key] = part if stored or key == "metadata" else None
-        for leaf in self.root:
-            out[leaf.key] = value(leaf, row)
-        return out
+                base = f"{prefix}{f.name}_"
+                values = ", ".join(read(base + x.name, x.default) for x in nested)
+                flags = const(tuple(base + x.name in position for x in nested))
+                keys = const(tuple(x.name for x in nested))
+                items.append(f"{f.name!r}: {'FAIL' if f.store == 'failure' else 'N'}(({values},), {flags}, {keys})")
+                stored.append(f.name)
+            body = "{" + ", ".join(items) + "}"
+            if key == "metadata":
+                lines.append(f"    {key} = {body}")
+            else:
+                lines.append(f"    {key} = P({body}, {const(tuple(stored))})")
+        root = ", ".join(f"{f.name!r}: {read(f.name, f.default)}" for f in ROOT)
+        parts = ", ".join(f"{key!r}: {key}" for key, _, _ in _PARTS)
+        lines.append(f"    return {{{parts}, {root}}}")
+        env["C"] = consts
+        exec(compile("\n".join(lines), "<karenina_rdf results row builder>", "exec"), env)
+        self.build: Callable[[tuple[Any, ...]], dict[str, Any]] = env["build"]
 
     def failing_column(self, row: tuple[Any, ...]) -> str | None:
         """The first column whose JSON does not decode (for the error message)."""
         for column, v in zip(self.columns, row, strict=True):
-            if isinstance(v, str) and column_kind(column) == "json" and column != "id":
+            if isinstance(v, str) and column != "id" and column_kind(column) == "json":
                 try:
                     json.loads(v)
                 except ValueError:
@@ -363,13 +366,6 @@ class DatabaseRun:
     benchmark: str | None  # benchmarks.name
     results: int
     header: dict[str, Any]
-
-
-class DatabaseRunImport(ResultsImport):
-    """What importing one run of a results database did; ``run_name`` is the run's
-    ``verification_runs.run_name`` (not yet stored in the run graph)."""
-
-    run_name: str | None = None
 
 
 def _problem(label: str, message: str, pointer: str | None = None) -> CheckpointError:
@@ -415,11 +411,14 @@ class ResultsDatabase:
             # isolation_level=None: transactions are begun and ended here, one per run, so a
             # run's header and rows come from one snapshot even if Karenina writes meanwhile.
             self.db = sqlite3.connect(uri, uri=True, isolation_level=None, check_same_thread=False)
-            self.tables = self._tables()
         except sqlite3.Error as exc:
-            raise _problem(self.label, f"cannot read the SQLite database: {exc}") from None
+            raise _problem(self.label, f"cannot open the SQLite database: {exc}") from None
         try:
+            self.tables = self._tables()
             self._check_layout()
+        except sqlite3.Error as exc:
+            self.db.close()
+            raise _problem(self.label, f"cannot read the SQLite database: {exc}") from None
         except BaseException:
             self.db.close()
             raise
@@ -656,10 +655,12 @@ def _import_run(
     label: str,
     file_hash: str,
     benchmark: str | None,
-) -> DatabaseRunImport:
+) -> ResultsImport:
     hint = benchmark if benchmark is not None else _benchmark_hint(store, run.benchmark)
     db.db.execute("BEGIN")
     try:
+        # Read again inside the transaction: the header's counts and the rows from one snapshot.
+        run = db.run(run.id)
         ids = db.row_ids(run.id)
 
         def rows() -> Iterator[tuple[str, int, Any]]:
@@ -668,11 +669,13 @@ def _import_run(
 
         header = run.header
         try:
-            result = _Import(store, run.id, label, file_hash, hint).execute(header, rows(), lambda: header, FORMAT_VERSION)
+            result = _Import(store, run.id, label, file_hash, hint, name=run.run_name).execute(
+                header, rows(), lambda: header, FORMAT_VERSION
+            )
         except CheckpointError as exc:
             raise _relocate(exc, ids) from None
         except sqlite3.Error as exc:
             raise _problem(label, f"cannot read the SQLite database: {exc}", f"/verification_runs/{run.id}") from None
     finally:
         db.db.execute("COMMIT")
-    return DatabaseRunImport(**result.model_dump(), run_name=run.run_name)
+    return result

@@ -14,7 +14,7 @@ import hashlib
 import json
 import tempfile
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Literal
 
@@ -26,7 +26,7 @@ from ._errors import CheckpointError, NotFoundError, Problem
 from ._graph import node_index, solutions, term_value
 from ._ids import segment
 from ._results_export import ResultRebuilder, write_csv, write_export
-from ._results_map import A, Context, QuestionLink, ResultMapper, _k
+from ._results_map import A, Context, Facts, QuestionLink, ResultMapper, _k
 from ._results_model import (
     EARL,
     FAILURE,
@@ -43,7 +43,7 @@ from ._results_model import (
     _fields,
 )
 from ._results_read import ExportReader
-from ._vocab import CATALOG_GRAPH, KARENINA, SCHEMA, VOCABULARY_GRAPH
+from ._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, SCHEMA, VOCABULARY_GRAPH
 
 if TYPE_CHECKING:
     from ._store import Store
@@ -69,6 +69,7 @@ class ResultsImport(BaseModel):
 
     run_id: str
     iri: str
+    run_name: str | None = None
     status: Literal["imported", "updated"]
     source: str | None
     format_version: str | None
@@ -91,6 +92,7 @@ class RunSummary(BaseModel):
 
     run_id: str
     iri: str
+    name: str | None
     started: str | None
     ended: str | None
     results: int
@@ -387,8 +389,10 @@ def import_results(
 
 
 class _Import:
-    def __init__(self, store: Store, rid: str, label: str, file_hash: str, benchmark: str | None) -> None:
-        self.store, self.rid, self.label, self.file_hash = store, rid, label, file_hash
+    def __init__(
+        self, store: Store, rid: str, label: str, file_hash: str, benchmark: str | None, name: str | None = None
+    ) -> None:
+        self.store, self.rid, self.label, self.file_hash, self.name = store, rid, label, file_hash, name
         self.iri = run_iri(store.base_iri, rid)
         self.links = _Links(store, benchmark, label)
         self.old_graph = store._runs().get(self.iri)
@@ -424,6 +428,7 @@ class _Import:
         store._pending(graph, True)
         loader = _Loader(ox_store, graph)
         seen: dict[str, int] = {}
+        facts: dict[str, Facts] = {}
         last_of: dict[str, Any] = {}
         count = 0
         try:
@@ -441,6 +446,7 @@ class _Import:
                         except ValueError as exc:
                             raise CheckpointError([Problem(str(exc), self.label, pointer)]) from None
                         count += 1
+                        facts[r] = mapper.facts  # a repeated identity: the last row counts
                         if r in seen:
                             last_of[r] = row  # mapped again at the first row's place, below
                         else:
@@ -449,10 +455,14 @@ class _Import:
                         chunks.write("".join(mapper.lines))
                         mapper.lines.clear()
                     _header_lines(mapper, self.iri, self.rid, complete_header(), self.links)
+                    if self.name is not None:  # a database run's run_name; exports name no run
+                        mapper._add(f"<{self.iri}>", t.iri(SCHEMA + "name"), t.string(self.name))
                     self._import_record(mapper, version, count)
                     replaced = old_keys & seen.keys()
                     if self.old_graph is not None:
-                        triples += self._copy_old(chunks, mapper, replaced)
+                        triples += self._copy_old(chunks, mapper, replaced, facts)
+                    _tally_lines(mapper, self.iri, facts.values())
+                    del facts
                     triples += len(mapper.lines)
                     chunks.write("".join(mapper.lines))
                     mapper.lines.clear()
@@ -467,7 +477,7 @@ class _Import:
                         loader.submit(p)
                     loader.finish()
             self._fix_duplicates(graph, mapper, {r: (seen[r], row) for r, row in last_of.items()}, offset)
-            self._publish(graph, triples)
+            self._publish(graph, triples, "".join(mapper.model_lines))
         except BaseException:
             loader.finish(raise_errors=False)
             if graph not in store._runs().values():
@@ -483,6 +493,7 @@ class _Import:
         return ResultsImport(
             run_id=self.rid,
             iri=self.iri,
+            run_name=self.name,
             status="updated" if self.old_graph is not None else "imported",
             source=self.label,
             format_version=version,
@@ -511,13 +522,16 @@ class _Import:
         if version is not None:
             add(node, _k("formatVersion"), t.string(version))
 
-    def _copy_old(self, chunks: Any, mapper: ResultMapper, replaced: set[str]) -> int:
-        """The old generation's triples minus the run header and the replaced rows."""
+    def _copy_old(self, chunks: Any, mapper: ResultMapper, replaced: set[str], facts: dict[str, Facts]) -> int:
+        """The old generation's triples minus the run header, its tallies and the replaced rows;
+        the facts of the rows kept go into ``facts`` for the new tallies."""
         assert self.old_graph is not None
         run = self.iri
         results = run + "/results/"
         imports = run + "/imports/"
+        tallies = run + "/tallies/"
         this_import = f"{imports}{self.file_hash[:16]}"
+        kept: dict[str, dict[str, Any]] = {}
         n = 0
         lines: list[str] = []
         for s, p, o, _ in self.store.oxigraph.quads_for_pattern(None, None, None, self.old_graph):
@@ -527,10 +541,13 @@ class _Import:
                     lines.append(f"{s} {p} {o} .\n")
                 continue
             if sv.startswith(results):
-                key = results + sv[len(results) :].split("/", 1)[0]
+                tail = sv[len(results) :]
+                key = results + tail.split("/", 1)[0]
                 if key in replaced:
                     continue
-            elif sv.startswith(this_import):
+                if "/" not in tail and p.value in _FACT_PREDICATES:
+                    kept.setdefault(sv, {})[p.value] = o
+            elif sv.startswith(this_import) or sv.startswith(tallies):
                 continue
             lines.append(f"{s} {p} {o} .\n")
             if len(lines) >= 4096:
@@ -538,6 +555,8 @@ class _Import:
                 n += len(lines)
                 lines.clear()
         chunks.write("".join(lines))
+        for r, preds in kept.items():
+            facts[r] = _old_facts(preds)
         return n + len(lines)
 
     def _fix_duplicates(self, graph: ox.NamedNode, mapper: ResultMapper, last_of: dict[str, Any], offset: int) -> None:
@@ -559,7 +578,7 @@ class _Import:
                 f"DELETE DATA {{ GRAPH {graph} {{ {deletions} }} }} ;\nINSERT DATA {{ GRAPH {graph} {{ {body} }} }}"
             )
 
-    def _publish(self, graph: ox.NamedNode, triples: int) -> None:
+    def _publish(self, graph: ox.NamedNode, triples: int, models: str) -> None:
         store = self.store
         taxonomy = "\n".join(taxonomy_triples())
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -571,9 +590,60 @@ class _Import:
         )
         store.oxigraph.update(
             f"INSERT DATA {{ GRAPH {VOCABULARY_GRAPH} {{ {taxonomy} }} }} ;\n"
+            f"INSERT DATA {{ GRAPH {MODELS_GRAPH} {{ {models} }} }} ;\n"
             f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ {run} ?p ?o }} }} ;\n"
             f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {facts} }} }}"
         )
+
+
+_FACT_PREDICATES = frozenset(
+    {EARL + "subject", EARL + "assertedBy", EARL + "test", KARENINA + "verifyResult", KARENINA + "failure"}
+)
+
+
+def _old_facts(preds: dict[str, Any]) -> Facts:
+    def iri(p: str) -> str | None:
+        o = preds.get(p)
+        return o.value if isinstance(o, ox.NamedNode) else None
+
+    question = iri(EARL + "test")
+    verdict = preds.get(KARENINA + "verifyResult")
+    boolean = None
+    if isinstance(verdict, ox.Literal) and verdict.datatype.value.endswith("#boolean"):
+        boolean = verdict.value in ("true", "1")
+    return (
+        iri(EARL + "subject"),
+        iri(EARL + "assertedBy"),
+        question.split("/questions/", 1)[0] if question else None,
+        boolean,
+        KARENINA + "failure" in preds,
+    )
+
+
+def _tally_lines(mapper: ResultMapper, run: str, facts: Iterable[Facts]) -> None:
+    """Counts per (answering model, judge, benchmark): results, verified (non-null
+    verify_result), passed, failures. Pass rates are sums of these, so "pass rate per model over
+    a million results" reads a few nodes per run instead of joining every result
+    (docs/performance.md § Results)."""
+    counts: dict[tuple[str | None, str | None, str | None], list[int]] = {}
+    for answering, parsing, bench, verdict, failed in facts:
+        c = counts.setdefault((answering, parsing, bench), [0, 0, 0, 0])
+        c[0] += 1
+        if verdict is not None:
+            c[1] += 1
+            c[2] += verdict
+        c[3] += failed
+    add = mapper._add
+    for (answering, parsing, bench), (n, verified, passed, failures) in sorted(counts.items(), key=str):
+        h = hashlib.sha256(json.dumps([answering, parsing, bench]).encode()).hexdigest()[:16]
+        node = f"<{run}/tallies/{h}>"
+        add(node, A, _k("Tally"))
+        add(node, t.iri(PROV + "wasGeneratedBy"), f"<{run}>")
+        for pred, iri in (("answeringModel", answering), ("parsingModel", parsing), ("benchmark", bench)):
+            if iri is not None:
+                add(node, _k(pred), f"<{iri}>")
+        for pred, value in (("results", n), ("verified", verified), ("passed", passed), ("failures", failures)):
+            add(node, _k(pred), t.integer(value))
 
 
 def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
@@ -591,7 +661,14 @@ def delete_run(store: Store, ref: str) -> str:
 
 
 def _reader(store: Store, graph: ox.NamedNode) -> ox.Store:
-    return store._reader(graph)
+    source = store._reader(graph)
+    if source is not store.oxigraph:  # a server's run, copied: the models it names come too
+        source.load(
+            store.oxigraph.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=MODELS_GRAPH),
+            format=ox.RdfFormat.N_TRIPLES,
+            to_graph=MODELS_GRAPH,
+        )
+    return source
 
 
 def run_header(source: ox.Store, graph: ox.NamedNode, run: str) -> dict[str, Any]:
@@ -685,10 +762,9 @@ def _count(value: Any) -> int:
     return int(term_value(value)) if value is not None else 0
 
 
-_COUNTS = f"""SELECT (COUNT(?r) AS ?n) (COUNT(?v) AS ?verified) (SUM(IF(?v, 1, 0)) AS ?passed)
-    (COUNT(?f) AS ?failures) WHERE {{ ?r a <{KARENINA}VerificationResult> .
-    OPTIONAL {{ ?r <{KARENINA}verifyResult> ?v FILTER(DATATYPE(?v) = <http://www.w3.org/2001/XMLSchema#boolean>) }}
-    OPTIONAL {{ ?r <{KARENINA}failure> ?f }} }}"""
+_COUNTS = f"""SELECT (SUM(?n) AS ?results) (SUM(?v) AS ?verified) (SUM(?p) AS ?passed) (SUM(?f) AS ?failures)
+    WHERE {{ ?t a <{KARENINA}Tally> ; <{KARENINA}results> ?n ; <{KARENINA}verified> ?v ;
+    <{KARENINA}passed> ?p ; <{KARENINA}failures> ?f }}"""
 
 
 def run_summary(store: Store, run: str, graph: ox.NamedNode) -> RunSummary:
@@ -703,20 +779,22 @@ def run_summary(store: Store, run: str, graph: ox.NamedNode) -> RunSummary:
 
     preds = node_index(ox_store, graph, [run], skip=(run + "/",)).get(run, {})
     ids = preds.get(SCHEMA + "identifier")
+    names = preds.get(SCHEMA + "name")
     started = preds.get(PROV + "startedAtTime")
     ended = preds.get(PROV + "endedAtTime")
     return RunSummary(
         run_id=ids[0].value if ids else run[len(_runs_prefix(store)) :],
         iri=run,
+        name=names[0].value if names else None,
         started=started[0].value if started else None,
         ended=ended[0].value if ended else None,
-        results=_count(row["n"]),
+        results=_count(row["results"]),
         verified=verified,
         passed=passed,
         pass_rate=passed / verified if verified else None,
         failures=_count(row["failures"]),
-        answering_models=distinct(f"?r <{EARL}subject> ?m . ?m <{RDFS}label> ?x"),
-        parsing_models=distinct(f"?r <{EARL}assertedBy> ?m . ?m <{RDFS}label> ?x"),
+        answering_models=distinct(f"?t <{KARENINA}answeringModel> ?m . ?m <{RDFS}label> ?x"),
+        parsing_models=distinct(f"?t <{KARENINA}parsingModel> ?m . ?m <{RDFS}label> ?x"),
         modes=distinct(f"?r <{KARENINA}evaluationMode> ?x"),
         benchmarks=distinct(f"<{run}> <{PROV}used> ?x"),
         source=store._catalog_value(run, KARENINA + "importedFrom"),

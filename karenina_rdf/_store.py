@@ -30,6 +30,7 @@ from ._errors import (
     AmbiguousBenchmarkError,
     BenchmarkNotFoundError,
     CheckpointError,
+    InvalidValueError,
     KareninaRDFError,
     Problem,
     StoreError,
@@ -41,7 +42,7 @@ from ._queries import bind_values, find_query, looks_like_reference, python_term
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
 from ._results_store import ResultsImport, RunSummary
 from ._shapes import ValidationResult
-from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, PREFIXES, SCHEMA, VOCABULARY_GRAPH
+from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, MODELS_GRAPH, PREFIXES, SCHEMA, VOCABULARY_GRAPH
 
 STORE_ENV = "KARENINA_RDF_STORE"
 BASE_IRI_ENV = "KARENINA_RDF_BASE_IRI"
@@ -248,7 +249,7 @@ class Store:
 
     def visible_graphs(self) -> list[ox.NamedNode]:
         """Every graph this store publishes: live benchmarks and runs, the catalog, the vocabulary."""
-        return [*self._live().values(), *self._runs().values(), CATALOG_GRAPH, VOCABULARY_GRAPH]
+        return [*self._live().values(), *self._runs().values(), CATALOG_GRAPH, VOCABULARY_GRAPH, MODELS_GRAPH]
 
     def graph_of(self, ref: str) -> tuple[str, ox.NamedNode]:
         iri = self.resolve(ref)
@@ -566,7 +567,7 @@ class Store:
     def import_paths(self, paths: Iterable[str | Path], *, validate: bool = True) -> ImportReport:
         """Import every checkpoint and results export found (benchmarks first); a bad file is
         reported and the others still imported."""
-        from ._results_read import looks_like_results
+        from ._results_read import is_sqlite, looks_like_results
 
         report = ImportReport()
         files = list(checkpoint_files(paths))
@@ -578,7 +579,7 @@ class Store:
                 continue
             try:
                 if f in results:
-                    report.results.append(self.import_results(f))
+                    report.results.extend(self.import_results_db(f) if is_sqlite(f) else [self.import_results(f)])
                 else:
                     report.imported.append(self.import_checkpoint(f, validate=validate))
             except CheckpointError as exc:
@@ -597,9 +598,26 @@ class Store:
         name, question, template, answering model, judge, replicate) and keeps the others.
         ``benchmark`` says which stored benchmark a question id means when several have it.
         """
+        from ._results_read import is_sqlite
         from ._results_store import import_results
 
+        if is_sqlite(source):
+            found = self.import_results_db(source, benchmark=benchmark, run=run)
+            if len(found) == 1:
+                return found[0]
+            raise InvalidValueError(  # the runs are imported; the caller asked for one result
+                f"{source} holds {len(found)} runs, all imported; use import_results_db to get each one's report"
+            )
         return import_results(self, source, benchmark=benchmark, run_id=run)
+
+    def import_results_db(
+        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None
+    ) -> list[ResultsImport]:
+        """Import the runs of a Karenina results database (SQLite; ``run`` picks one by id or
+        name), each atomic, as ``import_results`` imports an export."""
+        from ._results_sqlite import import_results_db
+
+        return import_results_db(self, source, benchmark=benchmark, run_id=run)
 
     def runs(self) -> list[RunSummary]:
         """The stored verification runs, oldest first."""

@@ -14,6 +14,9 @@ RDF = "http://www.w3.org/1999/02/22-rdf-syntax-ns#"
 XSD = "http://www.w3.org/2001/XMLSchema#"
 CATALOG_GRAPH = ox.NamedNode("urn:karenina-rdf:catalog")
 VOCABULARY_GRAPH = ox.NamedNode("urn:karenina-rdf:vocabulary")  # the failure taxonomy (SKOS)
+# The models of every run, once: a model node copied into each run graph would be seen once per
+# run by queries over the union of graphs (pyoxigraph's union default graph keeps duplicates).
+MODELS_GRAPH = ox.NamedNode("urn:karenina-rdf:models")
 DEFAULT_BASE_IRI = "http://127.0.0.1:8000/"
 
 PREFIXES = {

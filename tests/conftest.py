@@ -129,10 +129,11 @@ def backend(request: pytest.FixtureRequest, sparql_servers: dict[str, Any]) -> I
 
 def _empty(s: Store) -> None:
     """Drop what the store made on a server that outlives the test: its graphs and the catalog."""
-    from karenina_rdf._vocab import CATALOG_GRAPH, VOCABULARY_GRAPH
+    from karenina_rdf._vocab import CATALOG_GRAPH, MODELS_GRAPH, VOCABULARY_GRAPH
 
     assert s.remote is not None
     for g in list(s.remote.named_graphs(s.base_iri)):
         s.remote.drop_graph(g)
     s.remote.drop_graph(CATALOG_GRAPH)
     s.remote.drop_graph(VOCABULARY_GRAPH)
+    s.remote.drop_graph(MODELS_GRAPH)

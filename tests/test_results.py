@@ -220,6 +220,69 @@ def test_results_link_to_questions_templates_traits_and_models(examples: Store) 
     assert models == from_files
 
 
+TALLY = """SELECT ?model ?judge ?bench ?n ?verified ?passed ?failures WHERE {
+    ?t a karenina:Tally ; prov:wasGeneratedBy ?run ; karenina:results ?n ; karenina:verified ?verified ;
+       karenina:passed ?passed ; karenina:failures ?failures .
+    ?run schema:identifier ?id .
+    ?t karenina:answeringModel/rdfs:label ?model ; karenina:parsingModel/rdfs:label ?judge .
+    OPTIONAL { ?t karenina:benchmark ?bench } }"""
+
+
+def tallies_of(rows: list[dict[str, Any]], bench: str | None) -> list[tuple[Any, ...]]:
+    from karenina_rdf._results_model import display_string
+
+    counts: dict[tuple[str, str], list[int]] = {}
+    for row in rows:
+        meta, verdict = row["metadata"], (row["template"] or {}).get("verify_result")
+        c = counts.setdefault((display_string(meta["answering"]), display_string(meta["parsing"])), [0, 0, 0, 0])
+        c[0] += 1
+        c[1] += verdict is not None
+        c[2] += verdict is True
+        c[3] += bool(meta["failure"])
+    return sorted((m, j, bench, *c) for (m, j), c in counts.items())
+
+
+def stored_tallies(store: Store, run: str) -> list[tuple[Any, ...]]:
+    rows = store.query(TALLY, id=run)
+    return sorted(
+        (
+            s["model"].value,
+            s["judge"].value,
+            s["bench"].value if s["bench"] else None,
+            *(int(s[k].value) for k in ("n", "verified", "passed", "failures")),
+        )
+        for s in rows
+    )
+
+
+@pytest.mark.parametrize("path", RESULTS, ids=[p.name for p in RESULTS])
+def test_tallies_count_what_the_rows_say(examples: Store, path: Path) -> None:
+    rows = rows_of(path.read_text(encoding="utf-8"))
+    bench = examples.resolve("Pharmacology examples" if "pharma" in path.name else "Molecular biology examples")
+    assert stored_tallies(examples, path.stem) == tallies_of(rows, bench)
+
+
+def test_tallies_follow_an_upsert(tmp_path: Path) -> None:
+    head, rows = synthetic(12)
+    store = Store.memory()
+    store.import_results(write(tmp_path / "a.json", head, rows[:8]))
+    changed = copy.deepcopy(rows[5:12])
+    for r in changed:  # flip every verdict of the rows imported again
+        r["template"]["verify_result"] = (
+            not r["template"]["verify_result"] if r["template"]["verify_result"] is not None else True
+        )
+    store.import_results(write(tmp_path / "b.json", head, changed))
+    final = rows_of(exported(store, "run-x"))
+    assert len(final) == 12
+    assert stored_tallies(store, "run-x") == tallies_of(final, None)
+    (summary,) = store.runs()
+    assert (summary.results, summary.verified, summary.passed) == (
+        12,
+        sum(r["template"]["verify_result"] is not None for r in final),
+        sum(r["template"]["verify_result"] is True for r in final),
+    )
+
+
 def test_failures_are_concepts_of_the_taxonomy(examples: Store) -> None:
     q = """SELECT ?category ?group ?label WHERE { ?r karenina:failure ?f . ?f karenina:failureCategory ?c .
         ?c skos:prefLabel ?category ; skos:broader ?g ; skos:inScheme karenina:failure . ?g skos:prefLabel ?group .
