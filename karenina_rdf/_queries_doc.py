@@ -8,6 +8,7 @@ from __future__ import annotations
 import sys
 
 from ._queries import TYPES, named_queries
+from ._vocab import PREFIXES
 
 _INTRO = """\
 # Named queries
@@ -30,13 +31,22 @@ never SPARQL text: `--param 'keyword=x" }} DROP ALL #'` looks for that odd keywo
 nothing. An optional parameter left out stays unbound (`BOUND(?name)` tells). Parameters must be
 used in the WHERE group itself, not only inside a subquery, which does not see outer bindings.
 
-Every query runs over the live benchmarks (their union, plus the catalog graph) with the
-prefixes `schema:`, `karenina:`, `rdf:` and `xsd:` declared.
+Every query runs over the live benchmarks and verification runs (the union of their graphs, plus
+the catalog and the failure vocabulary) with the prefixes {prefixes} declared.
+
+**Verification results** (docs/data-model.md §9). The pass rate is Karenina's: passed / verified,
+the mean of the non-null `verify_result` values (`karenina:verifyResult`); a result without a
+verdict (failed before one, or rubric only) counts in `results` but not in the rate. The union
+default graph yields a triple once per graph that holds it, so these queries take model labels
+from a `SELECT DISTINCT` subquery: a model described in more than one graph still counts each
+result once. A model parameter (`model`, `judge`) matches a model's label (`langchain:gpt-4o`),
+its model name or its canonical key.
 """
 
 
 def render() -> str:
-    parts = [_INTRO.format(types=", ".join(f"`{t}`" for t in TYPES))]
+    prefixes = ", ".join(f"`{p}:`" for p in PREFIXES)
+    parts = [_INTRO.format(types=", ".join(f"`{t}`" for t in TYPES), prefixes=prefixes)]
     queries = named_queries()
     parts.append("| query | title | parameters |\n|---|---|---|")
     for name, q in queries.items():

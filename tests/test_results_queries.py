@@ -3,8 +3,8 @@
 The store holds the three example benchmarks and runs plus a crafted run with what the examples
 lack: null verify_results (failed early, rubric only), a question that is not stored, failures of
 several groups, lower-is-better traits (from the run's rubric definition), an even number of
-scores, a null token count, and an answering model shared with the example runs (a model's
-triples are repeated in each run graph, which a careless query counts twice). Every expected
+scores, a null token count, and answering models shared with the example runs (one model node
+for several runs, which a careless query counts once per graph describing it). Every expected
 value is computed here in plain Python from the JSON files, never read back from the store.
 """
 
@@ -18,12 +18,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pyoxigraph as ox
 import pytest
 from typer.testing import CliRunner
 
 from karenina_rdf import Store
 from karenina_rdf._cli import app
 from karenina_rdf._queries import named_queries
+from karenina_rdf._vocab import KARENINA
 
 from .conftest import EXAMPLES, load_json
 
@@ -34,13 +36,15 @@ MOL, PHARMA = "Molecular biology examples", "Pharmacology examples"
 TP53 = "urn:uuid:question-what-is-the-main-function-of-the-protein-encoded-b-8dac577c"
 CFTR = "urn:uuid:question-what-kind-of-protein-does-the-cftr-gene-encode-45dce39e"
 LOSARTAN = "urn:uuid:question-which-receptor-does-losartan-block-39636e14"
+LAMIN = "urn:uuid:question-in-which-cellular-structure-is-lamin-a-mainly-loca-8a5d1bba"
 NOT_STORED = "urn:uuid:question-nobody-stored"
 CRAFTED = "crafted-2026-07"
 
-GPT4O = {"interface": "langchain", "model_name": "gpt-4o", "tools": [], "config_id": None}
-MISTRAL = {"interface": "openrouter", "model_name": "mistral-large", "tools": ["pubmed"], "config_id": "t"}
-GPT41 = {"interface": "langchain", "model_name": "gpt-4.1", "tools": [], "config_id": None}
-SONNET = {"interface": "langchain", "model_name": "claude-sonnet-4-5", "tools": [], "config_id": "judge"}
+GPT4O: JSON = {"interface": "langchain", "model_name": "gpt-4o", "tools": [], "config_id": None}
+MISTRAL: JSON = {"interface": "openrouter", "model_name": "mistral-large", "tools": ["pubmed"], "config_id": "t"}
+LLAMA: JSON = {"interface": "openrouter", "model_name": "llama-3.3-70b", "tools": [], "config_id": None}
+GPT41: JSON = {"interface": "langchain", "model_name": "gpt-4.1", "tools": [], "config_id": None}
+SONNET: JSON = {"interface": "langchain", "model_name": "claude-sonnet-4-5", "tools": [], "config_id": "judge"}
 
 RESULTS_QUERIES = {
     "pass-rate-by-model",
@@ -54,6 +58,7 @@ RESULTS_QUERIES = {
     "token-usage",
     "failure-counts",
     "question-history",
+    "run-comparison",
 }
 
 
@@ -82,11 +87,17 @@ def _row(
     performed: bool = True,
     llm: JSON | None = None,
     regex: JSON | None = None,
+    metric: JSON | None = None,
     usage: JSON | None = None,
 ) -> JSON:
     rubric = None
-    if llm or regex:
-        rubric = {"rubric_evaluation_performed": True, "llm_trait_scores": llm, "regex_trait_scores": regex}
+    if llm or regex or metric:
+        rubric = {
+            "rubric_evaluation_performed": True,
+            "llm_trait_scores": llm,
+            "regex_trait_scores": regex,
+            "metric_trait_scores": metric,
+        }
     return {
         "metadata": {
             "question_id": qid,
@@ -112,7 +123,8 @@ def crafted_export() -> JSON:
             True,
             llm={"completeness": 5, "verbosity": 3},
             regex={"no_hedging": True, "concise": True},
-            usage=_usage(("answer_generation", 100, 20), ("parsing", 50, 5), ("total", 150, 25)),
+            # an agentic stage whose name sorts after "total": total must still come last
+            usage=_usage(("answer_generation", 100, 20), ("parsing", 50, 5), ("web_search", 9, 1), ("total", 159, 26)),
         ),
         _row(  # failed before a verdict: no verify_result, no rubric
             TP53,
@@ -130,7 +142,7 @@ def crafted_export() -> JSON:
             SONNET,
             False,
             failure=_failure("content", "content"),
-            llm={"completeness": 2, "verbosity": 4},
+            llm={"completeness": 2, "verbosity": 4, "tone": 2},  # tone: stored nowhere, direction unknown
             regex={"concise": False},
             usage=_usage(("answer_generation", 90, 30), ("parsing", 40, 4), ("total", 130, 34)),
         ),
@@ -153,10 +165,22 @@ def crafted_export() -> JSON:
             regex={"concise": False},
             usage=_usage(("answer_generation", 70, 7), ("total", 70, 7)),
         ),
-        _row(CFTR, MISTRAL, SONNET, None, performed=False, llm={"verbosity": 2}, regex={"concise": True}),  # rubric only
+        # rubric only: no template verification, so no verdict and no failure either
+        _row(CFTR, MISTRAL, SONNET, None, performed=False, llm={"verbosity": 2}, regex={"concise": True}),
         _row(CFTR, GPT4O, SONNET, False, failure=_failure("content", "content")),
-        _row(LOSARTAN, GPT4O, GPT41, True, llm={"names_target": 2}),
-        _row(LOSARTAN, MISTRAL, SONNET, None, failure=_failure("rate_limit", "retry"), performed=False),
+        # a model without a verdict on a question every other model fails: not one of its models
+        _row(CFTR, LLAMA, GPT41, None, failure=_failure("connection", "retry"), performed=False),
+        _row(
+            LOSARTAN,
+            GPT4O,
+            GPT41,
+            True,
+            llm={"names_target": 2},
+            metric={"mechanism_recall": {"precision": 0.5, "recall": 1.0, "f1": None}},  # a null metric
+        ),
+        _row(LAMIN, MISTRAL, GPT41, None, failure=_failure("timeout", "retry"), performed=False),  # no verdict at all
+        # a group that contradicts the taxonomy (Karenina recomputes it; a hand-edited file may not)
+        _row(LOSARTAN, MISTRAL, SONNET, None, failure=_failure("rate_limit", "system"), performed=False),
         _row(TP53, MISTRAL, SONNET, None, failure=_failure("parsing", "system")),
         _row(NOT_STORED, GPT4O, GPT41, True),
     ]
@@ -171,7 +195,11 @@ def crafted_export() -> JSON:
         },
         "shared_data": {
             "rubric_definition": {
-                "llm_traits": [{"name": "verbosity", "kind": "score", "higher_is_better": False}],
+                "llm_traits": [
+                    {"name": "verbosity", "kind": "score", "higher_is_better": False},
+                    # the stored trait says higher is better, and the stored trait wins
+                    {"name": "completeness", "kind": "score", "higher_is_better": False},
+                ],
                 "regex_traits": [{"name": "concise", "higher_is_better": False}],
             }
         },
@@ -391,10 +419,7 @@ def exp_pass_by_keyword(d: Data, p: JSON) -> dict[Any, Any]:
 
 def exp_matrix(d: Data, p: JSON) -> dict[Any, Any]:
     by = grouped(_where(d, p), lambda r: [(r.qid, r.model)])
-    return {
-        k: (*_pass(g), d.questions[k[0]].text if k[0] in d.questions else None)
-        for k, g in by.items()
-    }
+    return {k: (*_pass(g), d.questions[k[0]].text if k[0] in d.questions else None) for k, g in by.items()}
 
 
 def exp_all_fail(d: Data, p: JSON) -> dict[Any, Any]:
@@ -479,9 +504,34 @@ def exp_tokens(d: Data, p: JSON) -> dict[Any, Any]:
     return {k: tuple(v) for k, v in sums.items()}
 
 
+def exp_compare(d: Data, p: JSON) -> dict[Any, Any]:
+    by = grouped(
+        (r for r in d.results if r.verdict is not None and r.run in (p["run_a"], p["run_b"])),
+        lambda r: [(r.qid, r.model)],
+    )
+    out = {}
+    for k, g in by.items():
+        a = [r.verdict is True for r in g if r.run == p["run_a"]]
+        b = [r.verdict is True for r in g if r.run == p["run_b"]]
+        if a and b:
+            ra, rb = sum(a) / len(a), sum(b) / len(b)
+            out[k] = (_num(ra), _num(rb), "regression" if rb < ra else "improvement" if rb > ra else "same")
+    return out
+
+
+# verification.md §8: a failure's group follows from its category, whatever the file says
+TAXONOMY = {
+    "content": "content",
+    **dict.fromkeys(("recursion_limit", "trace_validation", "deep_judgment", "deep_judgment_rubric"), "autofail"),
+    **dict.fromkeys(("timeout", "connection", "rate_limit", "server_error"), "retry"),
+    **dict.fromkeys(("abstention", "sufficiency"), "abstained"),
+    **dict.fromkeys(("template_validation", "parsing", "unexpected_error"), "system"),
+}
+
+
 def exp_failures(d: Data, p: JSON) -> dict[Any, Any]:
     counts = Counter(
-        (r.run, r.failure["group"], r.failure["category"]) for r in _where(d, p) if r.failure is not None
+        (r.run, TAXONOMY[r.failure["category"]], r.failure["category"]) for r in _where(d, p) if r.failure is not None
     )
     return {k: (n,) for k, n in counts.items()}
 
@@ -554,6 +604,7 @@ SHAPES: dict[str, tuple[tuple[str, ...], tuple[str, ...], Callable[[Data, JSON],
         exp_tokens,
     ),
     "failure-counts": (("run", "failure_group", "category"), ("failures",), exp_failures),
+    "run-comparison": (("question_id", "answering_model"), ("rate_a", "rate_b", "change"), exp_compare),
 }
 
 GPT4O_LABEL, MISTRAL_LABEL = label(GPT4O), label(MISTRAL)
@@ -575,6 +626,8 @@ CASES: list[tuple[str, JSON]] = [
     ("pass-rate-by-benchmark", {}),
     ("pass-rate-by-benchmark", {"run": CRAFTED}),
     ("pass-rate-by-benchmark", {"model": MISTRAL_LABEL}),
+    ("pass-rate-by-benchmark", {"model": "mistral-large", "run": CRAFTED}),
+    ("pass-rate-by-benchmark", {"judge": label(SONNET)}),
     ("pass-rate-by-benchmark", {"judge": "gpt-4.1", "run": "molecular-biology-2026-06"}),
     ("pass-rate-by-keyword", {}),
     ("pass-rate-by-keyword", {"run": CRAFTED}),
@@ -583,6 +636,7 @@ CASES: list[tuple[str, JSON]] = [
     ("question-model-matrix", {}),
     ("question-model-matrix", {"run": CRAFTED}),
     ("question-model-matrix", {"benchmark": PHARMA, "run": "pharmacology-2026-05"}),
+    ("question-model-matrix", {"benchmark": MOL}),
     ("questions-all-models-fail", {}),
     ("questions-all-models-fail", {"run": CRAFTED}),
     ("questions-all-models-fail", {"run": "molecular-biology-2026-06"}),
@@ -591,6 +645,7 @@ CASES: list[tuple[str, JSON]] = [
     ("trait-aggregates-by-model", {"run": "molecular-biology-2026-05"}),
     ("trait-aggregates-by-model", {"model": "gpt-4o", "run": "pharmacology-2026-05"}),
     ("trait-metrics-by-model", {}),
+    ("trait-metrics-by-model", {"run": "pharmacology-2026-05"}),
     ("trait-metrics-by-model", {"run": "pharmacology-2026-05", "model": "claude-haiku-4-5"}),
     ("token-usage", {}),
     ("token-usage", {"run": CRAFTED}),
@@ -599,6 +654,8 @@ CASES: list[tuple[str, JSON]] = [
     ("failure-counts", {"run": CRAFTED}),
     ("failure-counts", {"model": "mistral-large"}),
     ("failure-counts", {"model": "gpt-4o", "run": "pharmacology-2026-05"}),
+    ("run-comparison", {"run_a": "molecular-biology-2026-05", "run_b": "molecular-biology-2026-06"}),
+    ("run-comparison", {"run_a": "molecular-biology-2026-06", "run_b": CRAFTED}),
 ]
 
 
@@ -608,6 +665,10 @@ def _ids(cases: list[tuple[str, JSON]]) -> list[str]:
 
 @pytest.mark.parametrize(("name", "params"), CASES, ids=_ids(CASES))
 def test_query_matches_the_files(store: Store, data: Data, name: str, params: JSON) -> None:
+    check(store, data, name, params)
+
+
+def check(store: Store, data: Data, name: str, params: JSON) -> None:
     keys, values, expected = SHAPES[name]
     got: dict[Any, Any] = {}
     for row in rows(store, name, **params):
@@ -617,8 +678,40 @@ def test_query_matches_the_files(store: Store, data: Data, name: str, params: JS
             (row[v] is not None) if v == "trait" else _value(row[v]) if v not in ("question", "benchmark") else row[v]
             for v in values
         )
-    want = expected(data, params)
-    assert got == want
+    assert _strict(got) == _strict(expected(data, params))
+
+
+def _strict(answer: dict[Any, Any]) -> dict[Any, Any]:
+    """Values tagged with their kind, so that true is not 1 (Python says True == 1)."""
+
+    def tag(v: Any) -> Any:
+        return ("bool", v) if isinstance(v, bool) else ("number", float(v)) if isinstance(v, (int, float)) else v
+
+    return {k: tuple(tag(v) for v in vs) for k, vs in answer.items()}
+
+
+@pytest.mark.parametrize("name", [*sorted(SHAPES), "question-history"])
+def test_a_model_described_in_two_graphs_counts_once(data: Data, name: str) -> None:
+    """The union default graph yields a triple once per graph that holds it: copies of the model
+    nodes in a second graph (a hand-loaded graph, a store from before the shared models graph)
+    must not multiply the results they join."""
+    s = Store.memory()
+    try:
+        s.import_paths([EXAMPLES])
+        model = ox.NamedNode(KARENINA + "Model")
+        copies = ox.NamedNode("urn:test:model-copies")
+        for m in [q.subject for q in s.oxigraph.quads_for_pattern(None, None, model, None)]:
+            for q in list(s.oxigraph.quads_for_pattern(m, None, None, None)):
+                s.oxigraph.add(ox.Quad(q.subject, q.predicate, q.object, copies))
+        examples_only = Data([r for r in data.results if r.run != CRAFTED], data.questions)
+        if name == "question-history":
+            got = rows(s, name, question_id=TP53)
+            assert history(got) == exp_history(examples_only, {"question_id": TP53})
+            return
+        params = {"run_a": "molecular-biology-2026-05", "run_b": "molecular-biology-2026-06"}
+        check(s, examples_only, name, params if name == "run-comparison" else {})
+    finally:
+        s.close()
 
 
 def test_the_cases_cover_what_is_tricky(data: Data) -> None:
@@ -627,17 +720,22 @@ def test_the_cases_cover_what_is_tricky(data: Data) -> None:
     assert any(r.verdict is None and r.outcome == "cantTell" for r in crafted)  # null verdict, failed early
     assert any(r.verdict is None and r.outcome == "inapplicable" for r in crafted)  # rubric only
     assert any(r.qid not in data.questions for r in crafted)
-    assert {r.failure["group"] for r in crafted if r.failure} >= {"content", "retry", "abstained", "system"}
+    groups = {TAXONOMY[r.failure["category"]] for r in crafted if r.failure}
+    assert groups >= {"content", "retry", "abstained", "system"}
+    assert any(r.failure and TAXONOMY[r.failure["category"]] != r.failure["group"] for r in crafted)
     traits = exp_traits(data, {"run": CRAFTED})
     assert traits[("verbosity", "llm", GPT4O_LABEL)][:3] == (2, 3.5, 3.5)  # an even count
     assert traits[("verbosity", "llm", MISTRAL_LABEL)][4:6] == (False, _num(-5 / 3))  # lower is better
     assert traits[("concise", "regex", MISTRAL_LABEL)][3:6] == (True, False, _num(1 - 2 / 3))
     assert traits[("concise", "regex", GPT4O_LABEL)][3] is False  # a tie: the smaller value
+    assert traits[("tone", "llm", GPT4O_LABEL)][4:] == (None, None, False)  # direction unknown, not stored
+    assert traits[("completeness", "llm", GPT4O_LABEL)][4] is True
     assert exp_all_fail(data, {"run": CRAFTED}) and not exp_all_fail(data, {})
+    assert all(r.verdict is None for r in crafted if r.qid == LAMIN)  # verified by no model: not "all fail"
     by_model = exp_pass_by_model(data, {})
     assert by_model[(GPT4O_LABEL,)][0] > by_model[(GPT4O_LABEL,)][1]  # results without a verdict
     runs_of_gpt4o = {r.run for r in data.results if r.model == GPT4O_LABEL}
-    assert len(runs_of_gpt4o) == 4  # its triples are in four run graphs
+    assert len(runs_of_gpt4o) == 4  # one model node shared by four runs
     assert {len({r.judge for r in data.results if r.run == run}) for run in (CRAFTED, "pharmacology-2026-05")} == {2}
     assert any(r.replicate == 2 for r in crafted)
 
@@ -652,7 +750,7 @@ def test_pass_rates_come_best_first(store: Store) -> None:
 
 def test_token_usage_lists_total_last(store: Store) -> None:
     stages = [r["stage"] for r in rows(store, "token-usage", run=CRAFTED, model="gpt-4o")]
-    assert stages == ["answer_generation", "parsing", "total"]
+    assert stages == ["answer_generation", "parsing", "web_search", "total"]
 
 
 def test_failure_groups_have_their_definition(store: Store) -> None:
@@ -661,10 +759,8 @@ def test_failure_groups_have_their_definition(store: Store) -> None:
     assert got["content"] == "the answer was judged wrong"
 
 
-@pytest.mark.parametrize("qid", [TP53, CFTR, NOT_STORED, "urn:uuid:never-asked"])
-def test_question_history(store: Store, data: Data, qid: str) -> None:
-    got = rows(store, "question-history", question_id=qid)
-    assert [
+def history(got: list[dict[str, str | None]]) -> list[tuple[Any, ...]]:
+    return [
         (
             r["run"],
             r["answering_model"],
@@ -675,15 +771,23 @@ def test_question_history(store: Store, data: Data, qid: str) -> None:
             r["failure"],
         )
         for r in got
-    ] == exp_history(data, {"question_id": qid})
+    ]
+
+
+@pytest.mark.parametrize("qid", [TP53, CFTR, NOT_STORED, "urn:uuid:never-asked"])
+def test_question_history(store: Store, data: Data, qid: str) -> None:
+    got = rows(store, "question-history", question_id=qid)
+    assert history(got) == exp_history(data, {"question_id": qid})
     starts = {r.run: r.start for r in data.results}
     assert all(r["started"] is not None for r in got)
-    assert [starts[r["run"]] for r in got] == sorted(starts[r["run"]] for r in got)
+    runs = [str(r["run"]) for r in got]
+    assert [starts[run] for run in runs] == sorted(starts[run] for run in runs)
 
 
 def test_every_results_query_has_a_case() -> None:
-    assert RESULTS_QUERIES <= set(named_queries())
+    assert set(named_queries()) >= RESULTS_QUERIES
     assert {c[0] for c in CASES} | {"question-history"} == RESULTS_QUERIES
+    assert {c[0] for c in CLI_CASES} == RESULTS_QUERIES
 
 
 def test_question_history_needs_its_question(cli_store: str) -> None:
@@ -715,6 +819,7 @@ CLI_CASES: list[tuple[str, JSON]] = [
     ("token-usage", {"run": CRAFTED}),
     ("failure-counts", {}),
     ("question-history", {"question_id": CFTR}),
+    ("run-comparison", {"run_a": "molecular-biology-2026-05", "run_b": CRAFTED}),
 ]
 
 
