@@ -31,7 +31,6 @@ from ._results_model import (
     RDFS,
     RESULT_KEYS,
     ROOT,
-    RUBRIC,
     SCORE_DICTS,
     USAGE_KEYS,
     Field,
@@ -145,8 +144,6 @@ def _names(fields: tuple[Field, ...]) -> frozenset[str]:
     return hit[1]
 
 
-_RUBRIC_VALUES = tuple(f for f in RUBRIC if f.store != "scores")
-
 
 class ResultMapper:
     """Maps rows of one run; ``lines`` collects the N-Triples of the row being mapped."""
@@ -239,8 +236,8 @@ class ResultMapper:
         add(out, t.iri(EARL + "outcome"), t.iri(EARL + outcome(row)))
 
         def special(node: str, f: Field, v: Any) -> None:
-            handler = getattr(self, "_" + f.store)
-            handler(node, f, v, link)
+            if f.store != "scores":  # the score dicts: mapped together by _scores
+                getattr(self, "_" + f.store)(node, f, v, link)
 
         for part, fields, suffix in PARTS:
             obj = row.get(part)
@@ -262,7 +259,6 @@ class ResultMapper:
                 node = r
             if part == "rubric":
                 self._scores(node, obj, link)
-                fields = _RUBRIC_VALUES
             self._part(node, part, obj, fields, special)
         root = {k: row[k] for k in row if k not in RESULT_KEYS[:5]}
         self._part(r, "result", root, ROOT, special)
