@@ -19,7 +19,7 @@ import pyoxigraph as ox
 from ._graph import solutions, term_value
 from ._protocol import GRAPHS, MEDIA_TYPES, RESULTS, SUFFIXES
 from ._store import Store
-from ._vocab import CATALOG_GRAPH, KARENINA, SCHEMA
+from ._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, SCHEMA
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 SD = "http://www.w3.org/ns/sparql-service-description#"
@@ -65,12 +65,12 @@ def normalise_path(raw: str) -> str:
 class Located:
     iri: str  # the resource
     owner: str  # the benchmark or run IRI it belongs to; a model is its own owner
-    graph: ox.NamedNode  # the owner's live graph (a model: the first run graph that holds it)
+    graph: ox.NamedNode  # the owner's live graph (a model: the models graph, or a run graph with a copy)
     fmt: str | None  # a format named by a file suffix, or None
     kind: str = "benchmark"  # what the owner is: "benchmark", "run" or "model"
     download: str | None = None  # "checkpoint" ({B}/checkpoint.jsonld), "results.json" / "results.csv" (a run)
     whole_graph: bool = False  # the live generation graph's own IRI: its content
-    graphs: tuple[ox.NamedNode, ...] = ()  # every graph the description reads (a model: each run graph using it)
+    graphs: tuple[ox.NamedNode, ...] = ()  # the graphs a model's description reads (empty: ``graph``)
 
     @property
     def is_owner(self) -> bool:
@@ -141,14 +141,16 @@ class Site:
         return None
 
     def _model(self, name: str, fmt: str | None) -> Located | None:
-        """A model node is written into every run graph that uses it (docs/data-model.md §9): it
-        is described from all of them."""
+        """A model node lives in the models graph, written once for every run that names it
+        (docs/data-model.md §9); a run imported before that graph existed holds a copy in its own
+        graph, which describes it too."""
         if not name.startswith(self.base + "models/"):
             return None
         runs = {g.value: g for g in self.store._runs().values()}
         found = self.store.oxigraph.quads_for_pattern(ox.NamedNode(name), ox.NamedNode(RDF_TYPE), None, None)
         held = {term_value(q.graph_name) for q in found if not isinstance(q.graph_name, ox.DefaultGraph)}
-        graphs = [runs[g] for g in sorted(held & runs.keys())]
+        graphs = [MODELS_GRAPH] if MODELS_GRAPH.value in held else []
+        graphs += [runs[g] for g in sorted(held & runs.keys())]
         if not graphs:
             return None
         return Located(name, name, graphs[0], fmt, kind="model", graphs=tuple(graphs))
@@ -178,10 +180,10 @@ class Site:
 
         * a node of a benchmark: its triples (a benchmark adds its catalog entry);
         * a node of a run: its triples and those of the nodes under its IRI that it links to, so
-          a result gives its whole record (outcome, failure, usage, fields, rubric, scores) and
-          a run its import records, but not its results: a run can hold a million, and its
-          graph IRI is the download of all of them;
-        * a model: its triples, from every run graph that holds them;
+          a result gives its whole record (outcome, failure, usage, fields, rubric, scores); a
+          run gives its import records and its tallies (counts by model, judge and benchmark),
+          but not its results: a run can hold a million, and its graph IRI gives them all;
+        * a model: its triples (in the models graph);
         * a live graph's IRI: the graph's content.
         """
         graphs: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = list(where.graphs or (where.graph,))
@@ -193,14 +195,14 @@ class Site:
         if where.kind != "run":
             return f"CONSTRUCT {{ {node} ?p ?o }} WHERE {{ {node} ?p ?o }}", {"default_graph": graphs}
         # Any predicate, followed from the node: the path stays small (a result reaches its
-        # parts, its run, the run's import records and its models), and the filter keeps what
-        # lies under the node's IRI.
+        # parts, its run and the run's import records), and the filter keeps what lies under the
+        # node's IRI.
         under = ox.Literal(where.iri + "/")
-        sparql = (
-            f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {node} (<{_ANY}>|!<{_ANY}>)* ?s "
-            f"FILTER(?s = {node} || STRSTARTS(STR(?s), {under})) ?s ?p ?o }}"
-        )
-        return sparql, {"default_graph": graphs}
+        reached = f"{node} (<{_ANY}>|!<{_ANY}>)* ?s FILTER(?s = {node} || STRSTARTS(STR(?s), {under}))"
+        if where.is_owner:
+            # A run's tallies link to it, not it to them; they are few, found by their type.
+            reached = f"{{ {reached} }} UNION {{ ?s a <{KARENINA}Tally> }}"
+        return f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {reached} ?s ?p ?o }}", {"default_graph": graphs}
 
     def types(self, where: Located) -> set[str]:
         ox_store = self.store.oxigraph

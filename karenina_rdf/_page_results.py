@@ -1,18 +1,24 @@
 """What the pages of verification runs show, read from the store (docs/data-model.md §9).
 
 Every function blocks (the pages run them on a worker thread). A run lives in a graph of its own,
-so each query reads one run graph: the union of several run graphs would repeat the model nodes
-that every run graph holds, once per graph. What a page needs from all of a run's results comes
-from one aggregate per run (:func:`run_groups`: one pass over the results, grouped by answering
-model, judge and mode), and a page of the results table sorts the positions only (``LIMIT`` /
-``OFFSET``) before it reads the 100 rows it shows.
+and each query reads one run graph (plus the models graph, for the models' labels).
+
+pyoxigraph answers a single triple pattern from an index scan, but pays an index lookup per
+solution for each join (about 10x the scan, measured on a 90,000-result run), so the queries avoid
+joins over all of a run's results. The counts by model and judge come from the run's tallies (a
+few nodes an import writes); a run without them is counted with single patterns (the runs list)
+or with one aggregate made of a union of single patterns (:data:`_GROUPS`). A page of the heatmap
+picks its questions by a sort of the distinct question ids before it reads their results. The
+results table sorts the positions of its selection (``ORDER BY`` + ``LIMIT`` / ``OFFSET``).
+docs/endpoint.md ("Runs at scale") has the measurements.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
@@ -20,39 +26,71 @@ from ._graph import node_index, solutions, term_value
 from ._ids import unsegment
 from ._results_model import EARL, PROV, RDFS
 from ._store import Store
-from ._vocab import CATALOG_GRAPH, KARENINA, PREFIXES, SCHEMA
+from ._terms import to_python
+from ._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, PREFIXES, SCHEMA, XSD
 
+T = TypeVar("T")
+# memo(name, graph, job): job's value, possibly remembered for this generation of a run graph
+# (the pages keep the aggregates of a run until the next write; see Pages._memo).
+Memo = Callable[[str, ox.NamedNode, Callable[[], Any]], Any]
 RESULTS_PAGE = 100
 OUTCOMES = {"passed": "passed", "failed": "failed", "cantTell": "can't tell", "inapplicable": "inapplicable"}
+_SEP = "\u001f"  # GROUP_CONCAT separator no model IRI or mode contains
 
-# One pass over a run's results. The pass rate is the mean of the non-null verify_result values
-# (Karenina's rule): a verify_result null has no triple, and anything else than true or false
-# (kept as rdf:JSON) counts as no verdict. Each OPTIONAL is an index lookup per result.
-_GROUPS = """
-SELECT ?m ?j ?mode (COUNT(?r) AS ?n) (COUNT(?p) AS ?passed) (COUNT(?x) AS ?failed) (COUNT(?f) AS ?failures) WHERE {
-  ?r a karenina:VerificationResult .
-  OPTIONAL { ?r earl:subject ?m }
-  OPTIONAL { ?r earl:assertedBy ?j }
-  OPTIONAL { ?r karenina:evaluationMode ?mode }
-  OPTIONAL { ?r karenina:verifyResult true BIND(1 AS ?p) }
-  OPTIONAL { ?r karenina:verifyResult false BIND(1 AS ?x) }
-  OPTIONAL { ?r karenina:failure ?f }
+# The runs list: counts from single patterns, no join. The pass rate is the mean of the non-null
+# verify_result values (Karenina's rule): a null has no triple, and a value that is neither true
+# nor false (stored as rdf:JSON) is no verdict either.
+_RUN_COUNTS = f"""
+SELECT * WHERE {{
+  {{ SELECT (COUNT(*) AS ?n) WHERE {{ ?r a karenina:VerificationResult }} }}
+  {{ SELECT (COUNT(*) AS ?passed) WHERE {{ ?r karenina:verifyResult true }} }}
+  {{ SELECT (COUNT(*) AS ?failed) WHERE {{ ?r karenina:verifyResult false }} }}
+  {{ SELECT (COUNT(*) AS ?failures) WHERE {{ ?r karenina:failure ?f }} }}
+  {{ SELECT (GROUP_CONCAT(DISTINCT STR(?m); separator="{_SEP}") AS ?answering) WHERE {{ ?r earl:subject ?m }} }}
+  {{ SELECT (GROUP_CONCAT(DISTINCT STR(?j); separator="{_SEP}") AS ?judges) WHERE {{ ?r earl:assertedBy ?j }} }}
+  {{ SELECT (GROUP_CONCAT(DISTINCT ?mode; separator="{_SEP}") AS ?modes) WHERE {{ ?r karenina:evaluationMode ?mode }} }}
+}}"""
+
+# The tallies an import writes (a few nodes per run: one per answering model, judge and benchmark).
+_TALLIES = """
+SELECT ?m ?j (SUM(?n0) AS ?n) (SUM(?v0) AS ?verified) (SUM(?p0) AS ?passed) (SUM(?f0) AS ?failures) WHERE {
+  ?t a karenina:Tally ; karenina:results ?n0 ; karenina:verified ?v0 ; karenina:passed ?p0 ; karenina:failures ?f0 .
+  OPTIONAL { ?t karenina:answeringModel ?m } OPTIONAL { ?t karenina:parsingModel ?j }
 }
+GROUP BY ?m ?j"""
+_MODES = "SELECT DISTINCT ?mode WHERE { ?r karenina:evaluationMode ?mode }"
+
+# Without tallies, one aggregate over a run's results by answering model, judge and mode: each
+# branch of the union is one index scan; grouping by result puts a result's parts together (in a
+# hash table: about half the time of the same counts made with OPTIONAL joins).
+_BY_RESULT = """
+SELECT ?r (SAMPLE(?m0) AS ?m) (SAMPLE(?j0) AS ?j) (SAMPLE(?mode0) AS ?mode)
+  (COUNT(?p0) AS ?p) (COUNT(?x0) AS ?x) (COUNT(?f0) AS ?f) WHERE {
+  { ?r a karenina:VerificationResult BIND(1 AS ?t0) }
+  UNION { ?r earl:subject ?m0 } UNION { ?r earl:assertedBy ?j0 } UNION { ?r karenina:evaluationMode ?mode0 }
+  UNION { ?r karenina:verifyResult true BIND(1 AS ?p0) } UNION { ?r karenina:verifyResult false BIND(1 AS ?x0) }
+  UNION { ?r karenina:failure ?f0 }
+} GROUP BY ?r HAVING(COUNT(?t0) > 0)"""
+_GROUPS = f"""
+SELECT ?m ?j ?mode (COUNT(?r) AS ?n) (SUM(?p) AS ?passed) (SUM(?x) AS ?failed) (SUM(?f) AS ?failures) WHERE {{
+  {{ {_BY_RESULT} }}
+}}
 GROUP BY ?m ?j ?mode"""
 
+# Failures by category and by group (two single-pattern counts; the group is as the file says).
 _FAILURES = """
-SELECT ?category ?group (COUNT(?f) AS ?n) WHERE {
-  ?r karenina:failure ?f .
-  OPTIONAL { ?f karenina:failureCategory ?category }
-  OPTIONAL { ?f karenina:failureGroup ?group }
+SELECT ?category ?group (COUNT(*) AS ?n) WHERE {
+  { ?f karenina:failureCategory ?category } UNION { ?f karenina:failureGroup ?group }
 }
 GROUP BY ?category ?group"""
 
-# A page of the results table: the selection is sorted by position alone, then the rows read.
+# A page of the results table: the selection sorted by position, then its rows read.
 _PAGE = """
 SELECT ?r WHERE { ?r a karenina:VerificationResult ; karenina:position ?pos . %s }
 ORDER BY ?pos ?r LIMIT %d OFFSET %d"""
-_COUNT = "SELECT (COUNT(?r) AS ?n) WHERE { ?r a karenina:VerificationResult . %s }"
+_COUNT = "SELECT (COUNT(*) AS ?n) WHERE { ?r a karenina:VerificationResult . %s }"
+_LAST = "SELECT (MAX(?pos) AS ?top) WHERE { ?r a karenina:VerificationResult ; karenina:position ?pos }"
+_AT = "SELECT ?r ?pos WHERE { VALUES ?pos { %s } ?r karenina:position ?pos ; a karenina:VerificationResult }"
 _ROWS = """
 SELECT ?r ?pos ?qid ?q ?text ?m ?ml ?j ?jl ?rep ?outcome ?v ?category ?run WHERE {
   VALUES ?r { %s }
@@ -91,11 +129,26 @@ def _n(solution: ox.QuerySolution, name: str) -> int:
     return int(value) if value is not None else 0
 
 
+def _plain(found: ox.QuerySolutions) -> dict[str, str | None]:
+    """The first solution as plain strings: what the pages remember must not hold pyoxigraph
+    objects, which belong to the worker thread that made them."""
+    first = next(iter(found), None)
+    return {} if first is None else {v.value: _v(first, v.value) for v in found.variables}
+
+
+def _verdict(term: Any) -> str | None:
+    """A verify_result as text: ``true``/``false`` for a boolean in any lexical form (Virtuoso
+    writes ``1``/``0``), else the stored value as it is."""
+    if isinstance(term, ox.Literal) and term.datatype.value == XSD + "boolean":
+        return "true" if to_python(term) else "false"
+    return None if term is None else term_value(term)
+
+
 def _local(iri: str | None, prefix: str) -> str | None:
     return iri[len(prefix) :] if iri is not None and iri.startswith(prefix) else iri
 
 
-@dataclass
+@dataclass(slots=True)
 class Tally:
     """Results, verdicts and failures of a set of results; pass rate = passed / (passed + failed)."""
 
@@ -143,15 +196,50 @@ class RunGroups:
 
 
 def model_labels(store: Store, graph: ox.NamedNode, iris: Iterable[str]) -> dict[str, Model]:
+    """The models' labels, from the models graph (where imports write them once for every run),
+    else from the run's own graph (where runs imported before that hold a copy)."""
     out = {}
     for iri in iris:
-        found = store.oxigraph.quads_for_pattern(ox.NamedNode(iri), ox.NamedNode(RDFS + "label"), None, graph)
-        label = next((term_value(q.object) for q in found), None)
-        out[iri] = Model(iri, label or iri.rsplit("/", 1)[-1])
+        label = None
+        for where in (MODELS_GRAPH, graph):
+            found = store.oxigraph.quads_for_pattern(ox.NamedNode(iri), ox.NamedNode(RDFS + "label"), None, where)
+            label = label or next((term_value(q.object) for q in found), None)
+        out[iri] = Model(iri, label or unsegment(iri.rsplit("/", 1)[-1]))
     return out
 
 
-def run_groups(store: Store, graph: ox.NamedNode) -> RunGroups:
+def _no_memo(name: str, graph: ox.NamedNode, job: Callable[[], T]) -> T:
+    return job()
+
+
+def run_groups(store: Store, graph: ox.NamedNode, memo: Memo = _no_memo) -> RunGroups:
+    """A run's results counted by answering model, judge and mode: from its tallies, else from
+    one aggregate over its results (:data:`_GROUPS`)."""
+    groups: RunGroups = memo("groups", graph, lambda: tallied(store, graph) or _run_groups(store, graph))
+    return groups
+
+
+def tallied(store: Store, graph: ox.NamedNode) -> RunGroups | None:
+    """The counts an import writes into a run's graph (``karenina:Tally`` nodes, one per answering
+    model, judge and benchmark): a few nodes to read, however many results. None for a run
+    without tallies (imported before they were written, or edited by an update that removed them)."""
+    groups = RunGroups()
+    for s in query(store, _TALLIES, graph):
+        verified = _n(s, "verified")
+        tally = Tally(_n(s, "n"), _n(s, "passed"), verified - _n(s, "passed"), _n(s, "failures"))
+        groups.total.add(tally)
+        for key, by in (("m", groups.by_model), ("j", groups.by_judge)):
+            iri = _v(s, key)
+            if iri is not None:
+                by.setdefault(iri, Tally()).add(tally)
+    if not groups.total.results:
+        return None
+    groups.modes = sorted(_v(s, "mode") or "" for s in query(store, _MODES, graph))
+    groups.models = model_labels(store, graph, {*groups.by_model, *groups.by_judge})
+    return groups
+
+
+def _run_groups(store: Store, graph: ox.NamedNode) -> RunGroups:
     groups = RunGroups()
     modes: set[str] = set()
     for s in query(store, _GROUPS, graph):
@@ -179,7 +267,10 @@ class RunRow:
     ended: str | None
     source: str | None
     imported_at: str | None
-    groups: RunGroups
+    total: Tally
+    answering: list[Model]
+    judges: list[Model]
+    modes: list[str]
 
 
 def _run_node(store: Store, run: str, graph: ox.NamedNode) -> dict[str, list[Any]]:
@@ -191,22 +282,49 @@ def _first(preds: dict[str, list[Any]], predicate: str) -> str | None:
     return term_value(values[0]) if values else None
 
 
-def run_row(store: Store, run: str, graph: ox.NamedNode) -> RunRow:
+def run_row(store: Store, run: str, graph: ox.NamedNode, memo: Memo = _no_memo) -> RunRow:
     preds = _run_node(store, run, graph)
+    groups = memo("tallies", graph, lambda: tallied(store, graph))
+    if groups is not None:
+        total, answering, judges, modes = groups.total, groups.answering(), groups.judges(), groups.modes
+    else:
+        total, answering, judges, modes = _counted(store, graph, memo)
     return RunRow(
         iri=run,
-        run_id=_first(preds, SCHEMA + "identifier") or run.rsplit("/", 1)[-1],
+        run_id=_first(preds, SCHEMA + "identifier") or unsegment(run.rsplit("/", 1)[-1]),
         started=_first(preds, PROV + "startedAtTime"),
         ended=_first(preds, PROV + "endedAtTime"),
         source=store._catalog_value(run, KARENINA + "importedFrom"),
         imported_at=store._catalog_value(run, KARENINA + "importedAt"),
-        groups=run_groups(store, graph),
+        total=total,
+        answering=answering,
+        judges=judges,
+        modes=modes,
     )
 
 
-def run_rows(store: Store) -> list[RunRow]:
-    """Every stored run, newest first: one aggregate query per run."""
-    rows = [run_row(store, run, graph) for run, graph in store._runs().items()]
+def _counted(store: Store, graph: ox.NamedNode, memo: Memo) -> tuple[Tally, list[Model], list[Model], list[str]]:
+    """A run without tallies: its counts from single patterns (:data:`_RUN_COUNTS`)."""
+    counts: dict[str, str | None] = memo("counts", graph, lambda: _plain(query(store, _RUN_COUNTS, graph)))
+
+    def split(name: str) -> list[str]:
+        return sorted(v for v in (counts.get(name) or "").split("\x1f") if v)
+
+    def n(name: str) -> int:
+        return int(counts.get(name) or 0)
+
+    labels = model_labels(store, graph, [*split("answering"), *split("judges")])
+    return (
+        Tally(n("n"), n("passed"), n("failed"), n("failures")),
+        sorted((labels[m] for m in split("answering")), key=lambda m: m.label.lower()),
+        sorted((labels[m] for m in split("judges")), key=lambda m: m.label.lower()),
+        split("modes"),
+    )
+
+
+def run_rows(store: Store, memo: Memo = _no_memo) -> list[RunRow]:
+    """Every stored run, newest first: its tallies, else one query of single-pattern counts."""
+    rows = [run_row(store, run, graph, memo) for run, graph in store._runs().items()]
     return sorted(rows, key=lambda r: (r.started or "", r.run_id), reverse=True)
 
 
@@ -252,22 +370,42 @@ def result_filter(selected: dict[str, str]) -> str:
     return " ".join(parts)
 
 
-def result_table(store: Store, graph: ox.NamedNode, page: int, selected: dict[str, str]) -> ResultTable:
+def result_table(
+    store: Store, graph: ox.NamedNode, page: int, selected: dict[str, str], memo: Memo = _no_memo
+) -> ResultTable:
+    """One page of a run's results in file order (``karenina:position``), optionally filtered."""
     where = result_filter(selected)
     total = next((_n(s, "n") for s in query(store, _COUNT % where, graph)), 0)
-    pages = max(1, -(-total // RESULTS_PAGE))
-    page = min(max(page, 1), pages)
-    chosen = [term_value(s["r"]) for s in query(store, _PAGE % (where, RESULTS_PAGE, (page - 1) * RESULTS_PAGE), graph)]
+    pages, page = _pages(total, page, RESULTS_PAGE)
+    start = (page - 1) * RESULTS_PAGE
+    if not where and page > 1:
+        # A run imported in one go numbers its results 0..n-1 (an upsert leaves gaps): then a page
+        # is a list of positions, found from the index. Page 1 is not, as the parts of a result
+        # (usage, fields, scores) also have small positions, so many that the sort is cheaper.
+        top = memo("last position", graph, lambda: _plain(query(store, _LAST, graph)).get("top"))
+        if top == str(total - 1):
+            positions = " ".join(str(i) for i in range(start, min(start + RESULTS_PAGE, total)))
+            found = query(store, _AT % positions, graph)
+            chosen = [term_value(s["r"]) for s in sorted(found, key=lambda s: int(_v(s, "pos") or 0))]
+            if len(chosen) == min(RESULTS_PAGE, total - start):
+                return ResultTable(result_rows(store, graph, chosen), total, page, pages)
+
+    def sorted_page() -> list[str]:
+        return [term_value(s["r"]) for s in query(store, _PAGE % (where, RESULTS_PAGE, start), graph)]
+
+    # The first page of a run is what everyone opens: its sort is remembered.
+    chosen = memo("first page", graph, sorted_page) if not where and page == 1 else sorted_page()
     return ResultTable(result_rows(store, graph, chosen), total, page, pages)
 
 
-def result_rows(store: Store, graph: ox.NamedNode | list[ox.NamedNode], results: list[str]) -> list[ResultRow]:
-    """The table rows of these results, in the order given."""
+def result_rows(store: Store, graph: ox.NamedNode, results: list[str]) -> list[ResultRow]:
+    """The table rows of these results of one run, in the order given."""
     if not results:
         return []
     values = " ".join(str(ox.NamedNode(r)) for r in results)
     found: dict[str, ResultRow] = {}
-    for s in query(store, _ROWS % values, graph):
+    # The models' labels are in the models graph (or, for older runs, in the run's graph).
+    for s in query(store, _ROWS % values, [graph, MODELS_GRAPH]):
         iri = term_value(s["r"])
         if iri in found:
             continue  # a value given twice by a hand edit: the first row is enough
@@ -284,7 +422,7 @@ def result_rows(store: Store, graph: ox.NamedNode | list[ox.NamedNode], results:
             judge_label=_v(s, "jl"),
             replicate=int(rep) if rep is not None and rep.lstrip("-").isdigit() else None,
             outcome=_local(_v(s, "outcome"), EARL),
-            verify_result=_v(s, "v"),
+            verify_result=_verdict(s["v"]),
             failure=_local(_v(s, "category"), KARENINA + "failure/"),
             run=_v(s, "run"),
         )
@@ -292,18 +430,20 @@ def result_rows(store: Store, graph: ox.NamedNode | list[ox.NamedNode], results:
 
 
 @dataclass(frozen=True)
-class FailureCount:
-    category: str
-    group: str | None
-    count: int
+class FailureCounts:
+    by_category: list[tuple[str, int]]  # most frequent first
+    by_group: list[tuple[str, int]]
 
 
-def failure_counts(store: Store, graph: ox.NamedNode) -> list[FailureCount]:
-    out = []
+def failure_counts(store: Store, graph: ox.NamedNode) -> FailureCounts:
+    categories, groups = [], []
     for s in query(store, _FAILURES, graph):
-        category = _local(_v(s, "category"), KARENINA + "failure/") or "(none)"
-        out.append(FailureCount(category, _local(_v(s, "group"), KARENINA + "failure-group/"), _n(s, "n")))
-    return sorted(out, key=lambda f: (-f.count, f.category))
+        category, group = _v(s, "category"), _v(s, "group")
+        if category is not None:
+            categories.append((_local(category, KARENINA + "failure/") or category, _n(s, "n")))
+        if group is not None:
+            groups.append((_local(group, KARENINA + "failure-group/") or group, _n(s, "n")))
+    return FailureCounts(sorted(categories, key=lambda c: (-c[1], c[0])), sorted(groups, key=lambda g: (-g[1], g[0])))
 
 
 @dataclass(frozen=True)
@@ -324,12 +464,11 @@ class RunView:
     imports: list[Import]
     graph: str
     triples: int | None
-    failures: list[FailureCount]
+    groups: RunGroups
+    failures: FailureCounts
 
 
-def run_view(store: Store, run: str, graph: ox.NamedNode) -> RunView:
-    from ._terms import to_python
-
+def run_view(store: Store, run: str, graph: ox.NamedNode, memo: Memo = _no_memo) -> RunView:
     ox_store = store.oxigraph
     preds = _run_node(store, run, graph)
     facts = {
@@ -361,44 +500,67 @@ def run_view(store: Store, run: str, graph: ox.NamedNode) -> RunView:
     }
     triples = catalog.get(KARENINA + "tripleCount")
     return RunView(
-        row=run_row(store, run, graph),
+        row=run_row(store, run, graph, memo),
         facts=facts,
         benchmarks=sorted(benchmarks, key=lambda b: b[1].lower()),
         imports=sorted(imports, key=lambda i: i.imported_at or ""),
         graph=graph.value,
         triples=int(triples) if triples is not None and triples.isdigit() else None,
-        failures=failure_counts(store, graph),
+        groups=run_groups(store, graph, memo),
+        failures=memo("failures", graph, lambda: failure_counts(store, graph)),
     )
 
 
 # -- comparison of answering models ------------------------------------------------------------
-_BY_QUESTION = """
-SELECT ?qid ?q ?m (COUNT(?r) AS ?n) (COUNT(?p) AS ?passed) (COUNT(?x) AS ?failed) (COUNT(?f) AS ?failures) WHERE {
-  ?r a karenina:VerificationResult .
-  OPTIONAL { ?r karenina:questionId ?qid }
-  OPTIONAL { ?r earl:test ?q }
-  OPTIONAL { ?r earl:subject ?m }
-  OPTIONAL { ?r karenina:verifyResult true BIND(1 AS ?p) }
-  OPTIONAL { ?r karenina:verifyResult false BIND(1 AS ?x) }
-  OPTIONAL { ?r karenina:failure ?f }
-}
-GROUP BY ?qid ?q ?m"""
 COMPARE_PAGE = 100  # questions (heatmap rows) a page
+# The results of a page's questions, one row per result, counted in Python (a few thousand rows;
+# Virtuoso miscounts an OPTIONAL under a UNION once grouped). Each question id is written into a
+# branch of its own, so that the lookup starts from the index: bound by VALUES, pyoxigraph would
+# scan every id first.
+_PAGE_RESULTS = """
+SELECT ?qid ?r ?m ?q ?text ?p ?x ?f WHERE {
+  %s
+  OPTIONAL { ?r earl:subject ?m } OPTIONAL { ?r earl:test ?q } OPTIONAL { ?r karenina:questionText ?text }
+  OPTIONAL { ?r karenina:verifyResult true BIND(1 AS ?p) } OPTIONAL { ?r karenina:verifyResult false BIND(1 AS ?x) }
+  OPTIONAL { ?r karenina:failure ?f }
+}"""
+# Every cell at once (for the hardest-first order): union branches grouped by result, as _GROUPS.
+_ALL_CELLS = """
+SELECT ?qid ?m (SAMPLE(?q1) AS ?q) (COUNT(?r) AS ?n) (SUM(?p) AS ?passed) (SUM(?x) AS ?failed) (SUM(?f) AS ?failures)
+WHERE {
+  { SELECT ?r (SAMPLE(?qid0) AS ?qid) (SAMPLE(?m0) AS ?m) (SAMPLE(?q0) AS ?q1)
+      (COUNT(?p0) AS ?p) (COUNT(?x0) AS ?x) (COUNT(?f0) AS ?f) WHERE {
+      { ?r karenina:questionId ?qid0 } UNION { ?r earl:subject ?m0 } UNION { ?r earl:test ?q0 }
+      UNION { ?r karenina:verifyResult true BIND(1 AS ?p0) } UNION { ?r karenina:verifyResult false BIND(1 AS ?x0) }
+      UNION { ?r karenina:failure ?f0 }
+    } GROUP BY ?r HAVING(COUNT(?qid0) > 0) }
+} GROUP BY ?qid ?m"""
 
 
 @dataclass
 class CompareRow:
-    key: str  # the stored question's IRI, else "id:" + its Karenina id
-    question: str | None
     question_id: str
+    question: str | None = None  # the stored question its results test, if any
     text: str | None = None
     cells: dict[str, Tally] = field(default_factory=dict)  # by answering model IRI
     total: Tally = field(default_factory=Tally)
+
+    def add(self, solution: ox.QuerySolution) -> None:
+        """Count one aggregate row (this question, a model) in."""
+        self.question = self.question or _v(solution, "q")
+        tally = Tally(_n(solution, "n"), _n(solution, "passed"), _n(solution, "failed"), _n(solution, "failures"))
+        self.count(_v(solution, "m"), tally)
+
+    def count(self, model: str | None, tally: Tally) -> None:
+        self.total.add(tally)
+        if model is not None:
+            self.cells.setdefault(model, Tally()).add(tally)
 
 
 @dataclass(frozen=True)
 class Comparison:
     runs: list[RunRow]
+    groups: dict[str, RunGroups]  # by run IRI
     models: list[Model]
     rows: list[CompareRow]  # this page's
     questions: int
@@ -407,64 +569,87 @@ class Comparison:
     sort: str
 
 
-def comparison(store: Store, runs: list[tuple[str, ox.NamedNode]], page: int, sort: str) -> Comparison:
+def comparison(
+    store: Store, runs: list[tuple[str, ox.NamedNode]], page: int, sort: str, memo: Memo = _no_memo
+) -> Comparison:
     """Questions × answering models over the given runs, pooled: a cell counts every result of
-    that question and model in any of the runs (all judges and replicates)."""
-    rows: dict[str, CompareRow] = {}
+    that question and model in any of the runs (all judges and replicates). Ordered by question id,
+    a page reads the distinct question ids and then only its own questions' results; ordered by
+    pass rate (hardest first), it aggregates every result of the runs."""
+    graphs = [g for _, g in runs]
     models: dict[str, Model] = {}
-    for _, graph in runs:
-        seen = set()
-        for s in query(store, _BY_QUESTION, graph):
-            qid, q, m = _v(s, "qid") or "", _v(s, "q"), _v(s, "m")
-            row = rows.setdefault(q or "id:" + qid, CompareRow(q or "id:" + qid, q, qid))
-            tally = Tally(_n(s, "n"), _n(s, "passed"), _n(s, "failed"), _n(s, "failures"))
-            row.total.add(tally)
-            if m is not None:
-                row.cells.setdefault(m, Tally()).add(tally)
-                seen.add(m)
-        models.update(model_labels(store, graph, seen - models.keys()))
-    ordered = sorted(rows.values(), key=lambda r: (r.question_id, r.key))
+    for graph in graphs:
+        found = query(store, "SELECT DISTINCT ?m WHERE { ?r earl:subject ?m }", graph)
+        models.update(model_labels(store, graph, {term_value(s["m"]) for s in found} - models.keys()))
+    rows: dict[str, CompareRow] = {}
     if sort == "pass-rate":
+        for graph in graphs:
+            for s in query(store, _ALL_CELLS, graph):
+                qid = _v(s, "qid") or ""
+                rows.setdefault(qid, CompareRow(qid)).add(s)
+        ordered = sorted(rows.values(), key=lambda r: r.question_id)
         ordered.sort(key=lambda r: (r.total.pass_rate is None, r.total.pass_rate or 0.0))
-    pages = max(1, -(-len(ordered) // COMPARE_PAGE))
-    page = min(max(page, 1), pages)
-    shown = ordered[(page - 1) * COMPARE_PAGE : page * COMPARE_PAGE]
-    _question_texts(store, shown, [g for _, g in runs])
+        count = len(ordered)
+        pages, page = _pages(count, page, COMPARE_PAGE)
+        shown = ordered[(page - 1) * COMPARE_PAGE : page * COMPARE_PAGE]
+    else:
+        ids: set[str] = set()
+        for graph in graphs:
+            ids.update(
+                _v(s, "qid") or ""
+                for s in query(store, "SELECT DISTINCT ?qid WHERE { ?r karenina:questionId ?qid }", graph)
+            )
+        count = len(ids)
+        pages, page = _pages(count, page, COMPARE_PAGE)
+        chosen = sorted(ids)[(page - 1) * COMPARE_PAGE : page * COMPARE_PAGE]
+        shown = [CompareRow(qid) for qid in chosen]
+        by_id = {r.question_id: r for r in shown}
+        branches = " UNION ".join(
+            f"{{ ?r karenina:questionId {ox.Literal(q)} BIND({ox.Literal(q)} AS ?qid) }}" for q in chosen
+        )
+        for graph in graphs if chosen else []:
+            seen: dict[str, tuple[str, str | None, Tally]] = {}  # result → (question id, model, its counts)
+            for s in query(store, _PAGE_RESULTS % branches, graph):
+                r, qid, row = term_value(s["r"]), _v(s, "qid") or "", by_id.get(_v(s, "qid") or "")
+                if row is None:
+                    continue
+                row.question = row.question or _v(s, "q")
+                row.text = row.text or _v(s, "text")
+                # A result counts once, whatever a repeated value multiplies its rows to.
+                _, m, tally = seen.setdefault(r, (qid, _v(s, "m"), Tally(1)))
+                tally.passed, tally.failed = max(tally.passed, _n(s, "p")), max(tally.failed, _n(s, "x"))
+                tally.failures = max(tally.failures, 1 if s["f"] is not None else 0)
+            for qid, m, tally in seen.values():
+                by_id[qid].count(m, tally)
+    _question_texts(store, shown)
     return Comparison(
-        runs=[run_row(store, run, graph) for run, graph in runs],
+        runs=[run_row(store, run, graph, memo) for run, graph in runs],
+        groups={run: run_groups(store, graph, memo) for run, graph in runs},
         models=sorted(models.values(), key=lambda m: m.label.lower()),
         rows=shown,
-        questions=len(ordered),
+        questions=count,
         page=page,
         pages=pages,
         sort=sort,
     )
 
 
-def _question_texts(store: Store, rows: list[CompareRow], graphs: list[ox.NamedNode]) -> None:
-    """The text of each row's question: the stored question's, else what a result recorded."""
+def _pages(total: int, page: int, size: int) -> tuple[int, int]:
+    pages = max(1, -(-total // size))
+    return pages, min(max(page, 1), pages)
+
+
+def _question_texts(store: Store, rows: list[CompareRow]) -> None:
+    """The stored question's text where there is one (else what a result recorded stays)."""
     linked = [r for r in rows if r.question is not None]
     live = list(store._live().values())
-    if linked and live:
-        values = " ".join(str(ox.NamedNode(r.question or "")) for r in linked)
-        texts = {
-            term_value(s["q"]): _v(s, "t")
-            for s in query(store, f"SELECT ?q ?t WHERE {{ VALUES ?q {{ {values} }} ?q schema:text ?t }}", live)
-        }
-        for r in linked:
-            r.text = texts.get(r.question or "")
-    for r in rows:
-        if r.text is None:
-            for graph in graphs:
-                found = query(
-                    store,
-                    f"SELECT ?t WHERE {{ ?r karenina:questionId {ox.Literal(r.question_id)} ; "
-                    "karenina:questionText ?t } LIMIT 1",
-                    graph,
-                )
-                r.text = next((_v(s, "t") for s in found), None)
-                if r.text is not None:
-                    break
+    if not (linked and live):
+        return
+    values = " ".join(str(ox.NamedNode(r.question or "")) for r in linked)
+    found = query(store, f"SELECT ?q ?t WHERE {{ VALUES ?q {{ {values} }} ?q schema:text ?t }}", live)
+    texts = {term_value(s["q"]): _v(s, "t") for s in found}
+    for r in linked:
+        r.text = texts.get(r.question or "") or r.text
 
 
 # -- a question's results, a model's runs ------------------------------------------------------------
@@ -513,20 +698,23 @@ class ModelRun:
     judging: Tally
 
 
-def model_runs(store: Store, model: str, graphs: Iterable[ox.NamedNode]) -> list[ModelRun]:
-    """Each run that holds the model, with its results as answering model and as judge."""
-    owner = {g.value: run for run, g in store._runs().items()}
+def model_runs(store: Store, model: str, memo: Memo = _no_memo) -> list[ModelRun]:
+    """Each run in which the model answered or judged, with those results' counts: from the
+    run's tallies, else counted from the results that name it."""
     out = []
-    for graph in graphs:
-        run = owner.get(graph.value)
-        if run is None:
-            continue
-        tallies = []
-        for predicate in ("earl:subject", "earl:assertedBy"):
-            s = next(iter(query(store, _TALLY % (predicate, ox.NamedNode(model)), graph)))
-            tallies.append(Tally(_n(s, "n"), _n(s, "passed"), _n(s, "failed"), _n(s, "failures")))
-        row = _run_node(store, run, graph)
-        out.append(ModelRun(run, _first(row, SCHEMA + "identifier") or run, tallies[0], tallies[1]))
+    for run, graph in store._runs().items():
+        groups = memo("tallies", graph, partial(tallied, store, graph))
+        if groups is not None:
+            answering, judging = groups.by_model.get(model, Tally()), groups.by_judge.get(model, Tally())
+        else:
+            counted = []
+            for predicate in ("earl:subject", "earl:assertedBy"):
+                s = next(iter(query(store, _TALLY % (predicate, ox.NamedNode(model)), graph)))
+                counted.append(Tally(_n(s, "n"), _n(s, "passed"), _n(s, "failed"), _n(s, "failures")))
+            answering, judging = counted
+        if answering.results or judging.results:
+            row = _run_node(store, run, graph)
+            out.append(ModelRun(run, _first(row, SCHEMA + "identifier") or run, answering, judging))
     return sorted(out, key=lambda r: r.run_id)
 
 
@@ -567,8 +755,6 @@ class ResultView:
 
 def _values(preds: dict[str, list[Any]]) -> dict[str, Any]:
     """A node's literals by local name (karenina: terms), as the JSON values they were."""
-    from ._terms import to_python
-
     out = {}
     for p, objects in preds.items():
         if p.startswith(KARENINA) and isinstance(objects[0], ox.Literal) and not p.endswith("KeyOrder"):
@@ -642,8 +828,6 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
 
 
 def _score(iri: str, index: dict[str, dict[str, list[Any]]]) -> Score:
-    from ._terms import to_python
-
     preds = index.get(iri, {})
     values = _values(preds)
     value = preds.get(SCHEMA + "value")

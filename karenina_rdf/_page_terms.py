@@ -136,8 +136,8 @@ _STOPS = (
 )
 NO_VERDICT = "#c9ced8"  # results, but no true/false verify_result among them
 NOT_RUN = "#ffffff"  # no result for this question and model
-_CELL_W, _CELL_H, _LABEL_W, _HEAD_H, _LEGEND_H = 58, 22, 380, 130, 64
-_LABEL_CHARS = 58
+_CELL_W, _CELL_H, _LABEL_W, _HEAD_H, _LEGEND_H = 58, 22, 440, 130, 64
+_LABEL_CHARS = 60  # about 400 px of 12 px text: what the label column holds
 
 
 def rate_colour(rate: float) -> str:
@@ -150,13 +150,13 @@ def rate_colour(rate: float) -> str:
 
 
 def _ink(fill: str) -> str:
-    """Dark text on a light cell, white on a dark one (relative luminance, WCAG)."""
+    """``light`` (white text) on a dark cell, ``dark`` on a light one (relative luminance, WCAG)."""
     r, g, b = (int(fill[i : i + 2], 16) / 255 for i in (1, 3, 5))
     lum = sum(
         w * (c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4)
         for w, c in zip((0.2126, 0.7152, 0.0722), (r, g, b), strict=True)
     )
-    return "#1c2433" if lum > 0.22 else "#ffffff"
+    return "dark" if lum > 0.22 else "light"
 
 
 def percent(rate: float | None) -> str:
@@ -216,7 +216,8 @@ def heatmap(comparison: Any, site: Site) -> dict[str, Any]:
             )
     height = _HEAD_H + len(rows) * _CELL_H
     return {
-        "width": _LABEL_W + max(len(models), 1) * _CELL_W + 40,
+        # Room for the last column's slanted label and for the legend.
+        "width": _LABEL_W + max(len(models) * _CELL_W + 150, 420),
         "height": height + _LEGEND_H,
         "grid_height": height,
         "cell_w": _CELL_W,

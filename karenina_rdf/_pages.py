@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import json
 import re
+import threading
+import time
 from collections.abc import Callable, Mapping
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 from urllib.parse import unquote, urlencode
 
 import pyoxigraph as ox
@@ -63,6 +65,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}T")
 TEMPLATES = Path(__file__).parent / "templates"
+_MEMOS = 256  # run aggregates kept (a few small objects per run)
 GRAPH_PAGE_TRIPLES = 1000  # a graph page shows this many triples; the downloads have them all
 _FORMAT_LABELS = {"turtle": "Turtle", "ntriples": "N-Triples", "jsonld": "JSON-LD", "rdfxml": "RDF/XML", "html": "HTML"}
 # Offered by the editor's prefix completion besides the store's own four.
@@ -111,6 +114,13 @@ def _label(located: Located, triples: list[ox.Triple], owner_name: str) -> str:
     if text:
         return text if len(text) <= 80 else text[:79] + "…"
     return unquote(located.iri.rstrip("/").rsplit("/", 1)[-1])
+
+
+def _count_of(n: Any, noun: str) -> str:
+    """``1,234 questions``, ``1 task``; a stored value that is not a count, as it is."""
+    if not isinstance(n, int) or isinstance(n, bool):
+        return f"{n} {noun}s"
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"
 
 
 def _duration(seconds: Any) -> str:
@@ -166,9 +176,12 @@ class Pages:
         self.env.filters["when"] = _when
         self.env.filters["percent"] = percent
         self.env.filters["duration"] = _duration
+        self.env.filters["count_of"] = _count_of
         self.env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
         self.env.globals["outcomes"] = OUTCOMES
         self.env.globals["formats"] = self.formats
+        self._memos: dict[tuple[str, str], tuple[int, float, Any]] = {}
+        self._memo_lock = threading.Lock()
 
     def add_routes(self, app: FastAPI) -> None:
         routes: list[tuple[str, Callable[[Request], Any]]] = [
@@ -182,6 +195,25 @@ class Pages:
             app.add_api_route(path, handler, methods=["GET", "HEAD"], include_in_schema=False)
 
     # -- helpers ---------------------------------------------------------------------------
+    def _memo(self, name: str, graph: ox.NamedNode, job: Callable[[], T]) -> T:
+        """``job()``, remembered per run graph until the next write through this endpoint. A run
+        graph is named per generation (an import makes a new one), so only an update in place
+        changes what it holds, and every write bumps the endpoint's generation. A SPARQL server
+        store may be written by others: there a value lives 5 s, as the dataset does. Blocking."""
+        ep = self.endpoint
+        key, now = (name, graph.value), time.monotonic()
+        stamp = ep._generation  # bumped at the start and the end of every write (Endpoint.write)
+        with self._memo_lock:
+            hit = self._memos.get(key)
+            if hit is not None and hit[0] == stamp and (ep.store.remote is None or now - hit[1] < 5):
+                return cast(T, hit[2])
+        value = job()
+        with self._memo_lock:
+            self._memos[key] = (stamp, now, value)
+            while len(self._memos) > _MEMOS:
+                self._memos.pop(next(iter(self._memos)))
+        return value
+
     async def _run(self, job: Callable[[], T]) -> T:
         return await self.endpoint.in_thread(job)
 
@@ -392,7 +424,7 @@ class Pages:
     # -- verification runs -------------------------------------------------------------------
     async def runs_page(self, request: Request) -> Response:
         store = self.endpoint.store
-        rows = await self._run(lambda: run_rows(store))
+        rows = await self._run(lambda: run_rows(store, self._memo))
         return self._render("runs.html", nav="runs", title="Verification runs", rows=rows)
 
     async def _run_page(self, request: Request, located: Located) -> Response:
@@ -401,7 +433,9 @@ class Pages:
         selected = {k: request.query_params.get(k, "") for k in ("model", "judge", "outcome")}
         if selected["outcome"] not in ("", *OUTCOMES):
             selected["outcome"] = ""
-        view, table = await self._run(lambda: (run_view(store, run, graph), result_table(store, graph, page, selected)))
+        view, table = await self._run(
+            lambda: (run_view(store, run, graph, self._memo), result_table(store, graph, page, selected, self._memo))
+        )
         path = self.site.path_for(run)
 
         def page_url(n: int) -> str:
@@ -421,7 +455,7 @@ class Pages:
             title=f"Run {view.row.run_id}",
             view=view,
             row=view.row,
-            groups=view.row.groups,
+            groups=view.groups,
             table=table,
             selected=selected,
             page_url=page_url,
@@ -443,11 +477,11 @@ class Pages:
         page = _page_number(request)
 
         def job() -> tuple[Any, list[Any]]:
-            every = run_rows(store)
+            every = run_rows(store, self._memo)
             chosen = [resolve_run(store, ref) for ref in dict.fromkeys(wanted)]
             if not chosen and every:
                 chosen = [resolve_run(store, every[0].iri)]  # the latest run
-            return comparison(store, chosen, page, sort), every
+            return comparison(store, chosen, page, sort, self._memo), every
 
         result, every = await self._run(job)
         chosen_ids = [r.run_id for r in result.runs]
@@ -490,11 +524,8 @@ class Pages:
         store = self.endpoint.store
 
         def job() -> tuple[dict[str, str], list[Any]]:
-            own = {
-                q.predicate.value: term_value(q.object)
-                for q in store.oxigraph.quads_for_pattern(ox.NamedNode(located.iri), None, None, located.graph)
-            }
-            return own, model_runs(store, located.iri, located.graphs)
+            own = {t.predicate.value: term_value(t.object) for t in self.site.describe(located)}
+            return own, model_runs(store, located.iri, self._memo)
 
         own, runs = await self._run(job)
         label = own.get(RDFS + "label") or located.iri.rsplit("/", 1)[-1]

@@ -38,6 +38,7 @@ ARGS = [
 SCREENSHOTS = os.environ.get("KARENINA_RDF_SCREENSHOTS") == "1"
 PHARMA = "/benchmarks/urn:uuid:karenina-checkpoint-1795172400.0"
 LOSARTAN = PHARMA + "/questions/urn:uuid:question-which-receptor-does-losartan-block-39636e14"
+MOLBIO_RUNS = "/compare?run=molecular-biology-2026-05&run=molecular-biology-2026-06"
 TYPED_QUERY = """PREFIX schema: <https://schema.org/>
 # Every question with its benchmark and reference answer
 SELECT ?benchmark ?question ?answer WHERE {
@@ -66,6 +67,8 @@ def server() -> Iterator[str]:
     store = Store.memory()
     for path in sorted(EXAMPLES.glob("*.jsonld")):
         store.import_checkpoint(path, name=f"examples/{path.name}")  # a short label for the screenshots
+    for path in sorted((EXAMPLES / "results").glob("*.json")):
+        store.import_results(path)
     port = free_port()
     config = uvicorn.Config(create_app(store), host="127.0.0.1", port=port, log_level="warning", access_log=False)
     srv = uvicorn.Server(config)
@@ -137,8 +140,12 @@ def _screenshot(tab: Any, name: str) -> None:
         (PHARMA, "Pharmacology examples", "Which receptor does losartan block?"),
         (LOSARTAN, "Which receptor does losartan block?", "The angiotensin II type 1 (AT1) receptor."),
         ("/queries", "Named queries", "Questions by keyword"),
+        ("/runs", "Verification runs", "molecular-biology-2026-06"),
+        ("/runs/pharmacology-2026-05", "Run pharmacology-2026-05", "Pass rate by answering model"),
+        (MOLBIO_RUNS, "Answering models compared", "By run"),
+        ("/models/langchain:gpt-4o:", "langchain:gpt-4o", "pharmacology-2026-05"),
     ],
-    ids=["index", "benchmark", "question", "queries"],
+    ids=["index", "benchmark", "question", "queries", "runs", "run", "compare", "model"],
 )
 def test_page_loads_clean(page: tuple[Any, Watch], server: str, path: str, heading: str, text: str) -> None:
     tab, watch = page
@@ -150,6 +157,55 @@ def test_page_loads_clean(page: tuple[Any, Watch], server: str, path: str, headi
         assert tab.locator(".highlight .k").first.inner_text() == "class"  # highlighted on the server
     if path == PHARMA:
         _screenshot(tab, "screenshot-benchmark.png")
+    if path == LOSARTAN:
+        assert tab.locator("#results table tbody tr").count() == 8  # the pharmacology run's 8 results
+    watch.check()
+
+
+def test_heatmap(page: tuple[Any, Watch], server: str) -> None:
+    """The comparison's inline SVG: drawn, one cell per question and model, each with its tooltip,
+    and wholly inside its figure."""
+    tab, watch = page
+    tab.goto(server + MOLBIO_RUNS, wait_until="networkidle")
+    svg = tab.locator("svg.heatmap")
+    assert svg.is_visible()
+    cells = tab.locator("svg.heatmap rect.cell")
+    assert cells.count() == 3 * 3  # 3 questions × 3 answering models
+    titles = [cells.nth(i).locator("title").text_content() or "" for i in range(cells.count())]
+    assert all(" — " in t and ("passed" in t or "not run" in t or "no verdict" in t) for t in titles)
+    box, figure = svg.bounding_box(), tab.locator("figure.heatmap-figure").bounding_box()
+    assert box is not None and figure is not None and box["width"] > 400 and box["height"] > 150
+    first = cells.first.bounding_box()
+    assert first is not None and first["width"] > 20  # drawn, not collapsed
+    # A question label leads to its question page.
+    tab.locator("svg.heatmap .rows a").first.click()
+    tab.wait_for_url("**/questions/**")
+    assert "Results" in tab.content()
+    watch.check()
+
+
+def test_runs_navigation(page: tuple[Any, Watch], server: str) -> None:
+    """Runs → a run → one of its results → its answering model, by clicking."""
+    tab, watch = page
+    tab.goto(server + "/", wait_until="networkidle")
+    tab.get_by_role("link", name="Runs", exact=True).click()
+    tab.wait_for_url("**/runs")
+    tab.get_by_role("link", name="pharmacology-2026-05", exact=True).click()
+    tab.wait_for_url("**/runs/pharmacology-2026-05")
+    tab.locator("#result-table a", has_text="result").first.click()
+    tab.wait_for_url("**/runs/pharmacology-2026-05/results/*")
+    assert tab.locator("h1").inner_text() == "Which enzyme does aspirin irreversibly inhibit?"
+    assert tab.locator("#usage table tbody tr").count() == 4  # three stages and the total
+    tab.locator("#result-summary a", has_text="langchain:gpt-4o").click()
+    tab.wait_for_url("**/models/langchain:gpt-4o:")
+    assert tab.locator("#model-runs tbody tr").count() == 3
+    # Compare two runs from the list, by ticking them.
+    tab.goto(server + "/runs", wait_until="networkidle")
+    tab.locator('input[value="molecular-biology-2026-05"]').check()
+    tab.locator('input[value="molecular-biology-2026-06"]').check()
+    tab.get_by_role("button", name="Compare the ticked runs").click()
+    tab.wait_for_url("**/compare?run=*")
+    assert tab.locator("svg.heatmap rect.cell").count() == 9
     watch.check()
 
 

@@ -3,6 +3,7 @@ suffix, with Link alternates; benchmarks download as Karenina checkpoints."""
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -190,3 +191,196 @@ def test_base_iri_with_a_path(tmp_path: Path) -> None:
         r = c.get(local + ".nt")
         assert r.status_code == 200
         assert {t.subject.value for t in ox.parse(r.content, format=ox.RdfFormat.N_TRIPLES)} == {bench.iri}
+
+
+# -- verification runs, results and models (docs/data-model.md §9) -------------------------------------------
+RUN_KINDS = {
+    # kind → a SPARQL pattern binding ?s to one node of that kind in a run graph
+    "run": "?s a karenina:VerificationRun",
+    "result": "?s a karenina:VerificationResult ; karenina:failure ?f",
+    "outcome": "?s a earl:TestResult",
+    "failure": "?s a karenina:Failure",
+    "usage": "?s a karenina:TokenUsage",
+    "field": "?s a karenina:FieldOutcome",
+    "rubric": "?s a karenina:RubricEvaluation",
+    "score": "?s a karenina:TraitScore ; karenina:metricValue ?m",
+    "metric": "?x karenina:metricValue ?s",
+    "import": "?s a karenina:ResultsImport",
+    "model": "?s a karenina:Model",
+}
+CATALOG = "urn:karenina-rdf:catalog"
+MODELS = "urn:karenina-rdf:models"  # the models of every run, once (docs/data-model.md §9)
+
+
+@pytest.fixture(scope="module")
+def runs_store() -> Iterator[Store]:
+    s = Store.memory()
+    report = s.import_paths([EXAMPLES[0].parent])
+    assert len(report.results) == 3 and not report.errors
+    yield s
+    s.close()
+
+
+@pytest.fixture(scope="module")
+def runs_client(runs_store: Store) -> Iterator[TestClient]:
+    with TestClient(create_app(runs_store)) as c:
+        yield c
+
+
+def _one(store: Store, kind: str) -> str:
+    rows = store.query(f"SELECT ?s WHERE {{ {RUN_KINDS[kind]} }} ORDER BY ?s LIMIT 1")
+    return str(next(iter(rows))["s"].value)
+
+
+def _stored(store: Store, subject: str, graphs: set[str] | None = None) -> set[ox.Triple]:
+    """The triples with this subject in the run graphs (or the given graphs)."""
+    allowed = graphs if graphs is not None else {g.value for g in store.run_graphs()}
+    return {
+        q.triple
+        for q in store.oxigraph.quads_for_pattern(ox.NamedNode(subject), None, None)
+        if q.graph_name.value in allowed
+    }
+
+
+def _expected_description(store: Store, kind: str, iri: str) -> set[ox.Triple]:
+    """What the description of a node of a run holds (docs/endpoint.md): itself and the nodes
+    under its IRI (a result: its whole record; a run: its import records and catalog entry; a
+    model: its triples in every run graph)."""
+    runs = {g.value for g in store.run_graphs()}
+    if kind == "model":
+        return _stored(store, iri, {MODELS, *runs})
+    subjects = {
+        q.subject.value
+        for q in store.oxigraph.quads_for_pattern(None, None, None)
+        if q.graph_name.value in runs and (q.subject.value == iri or q.subject.value.startswith(iri + "/"))
+    }
+    if kind == "run":
+        subjects = {s for s in subjects if s == iri or s.startswith((iri + "/imports/", iri + "/tallies/"))}
+    out = set().union(*(_stored(store, s) for s in subjects))
+    if kind == "run":
+        out |= _stored(store, iri, {CATALOG})
+    return out
+
+
+@pytest.mark.parametrize("kind", list(RUN_KINDS))
+@pytest.mark.parametrize(("accept", "suffix", "ctype", "parse_as"), FORMATS)
+def test_run_resources_dereference(
+    runs_store: Store,
+    runs_client: TestClient,
+    kind: str,
+    accept: str,
+    suffix: str,
+    ctype: str,
+    parse_as: ox.RdfFormat,
+) -> None:
+    iri = _one(runs_store, kind)
+    expected = _expected_description(runs_store, kind, iri)
+    assert expected
+    for response in (runs_client.get(_path(iri), headers={"Accept": accept}), runs_client.get(_path(iri) + suffix)):
+        assert response.status_code == 200, response.text
+        assert response.headers["content-type"] == ctype
+        assert _parsed(response.content, parse_as, iri) == expected, kind
+        for alt in (".html", ".ttl", ".nt", ".jsonld", ".rdf"):
+            assert f'<{_path(iri)}{alt}>; rel="alternate"' in response.headers["link"]
+    assert runs_client.get(_path(iri), headers={"Accept": accept}).headers["vary"] == "Accept"
+    html_page = runs_client.get(_path(iri), headers={"Accept": "text/html"})
+    assert html_page.status_code == 200 and html_page.headers["content-type"].startswith("text/html")
+
+
+def test_all_run_subjects_dereference(runs_store: Store, runs_client: TestClient) -> None:
+    runs = {g.value for g in runs_store.run_graphs()}
+    subjects = {
+        q.subject.value for q in runs_store.oxigraph.quads_for_pattern(None, None, None) if q.graph_name.value in runs
+    }
+    assert len(subjects) > 500
+    for iri in sorted(subjects):
+        r = runs_client.get(_path(iri) + ".nt")
+        assert r.status_code == 200, iri
+        assert {t for t in _parsed(r.content, ox.RdfFormat.N_TRIPLES) if t.subject.value == iri} >= _stored(
+            runs_store, iri
+        ), iri
+
+
+def test_run_description_leaves_out_its_results(runs_store: Store, runs_client: TestClient) -> None:
+    for run in runs_store.runs():
+        got = _parsed(runs_client.get(_path(run.iri) + ".nt").content, ox.RdfFormat.N_TRIPLES)
+        assert not any("/results/" in t.subject.value for t in got)
+        assert any(t.subject.value.startswith(run.iri + "/tallies/") for t in got), "its tallies"
+        predicates = {t.predicate.value for t in got if t.subject.value == run.iri}
+        assert {
+            "urn:karenina:vocab:runGraph",
+            "urn:karenina:vocab:import",
+            "http://www.w3.org/ns/prov#used",
+        } <= predicates
+        assert (
+            f'<{_path(run.iri)}/results.json>; rel="alternate"'
+            in runs_client.get(_path(run.iri) + ".ttl").headers["link"]
+        )
+
+
+def test_model_description(runs_store: Store, runs_client: TestClient) -> None:
+    gpt4o = BASE + "models/langchain:gpt-4o:"
+    got = _parsed(runs_client.get(_path(gpt4o) + ".nt").content, ox.RdfFormat.N_TRIPLES)
+    assert got == _stored(runs_store, gpt4o, {MODELS})
+    assert {t.predicate.value for t in got} >= {"http://www.w3.org/2000/01/rdf-schema#label", SCHEMA + "name"}
+    assert {(t.predicate.value, t.object.value) for t in got} >= {
+        ("http://www.w3.org/2000/01/rdf-schema#label", "langchain:gpt-4o"),
+        ("urn:karenina:vocab:canonicalKey", "langchain:gpt-4o:"),
+    }
+
+
+def test_model_copied_into_a_run_graph(runs_store: Store) -> None:
+    """A run imported before the models graph existed holds its models in its own graph: those
+    describe them too."""
+    store = Store.memory()
+    store.import_paths([EXAMPLES[0].parent])
+    graph = store.run_graphs()[0]
+    gpt4o = BASE + "models/langchain:gpt-4o:"
+    store.update_graph(
+        f"DELETE {{ GRAPH <{MODELS}> {{ <{gpt4o}> ?p ?o }} }} INSERT {{ GRAPH {graph} {{ <{gpt4o}> ?p ?o }} }} "
+        f"WHERE {{ GRAPH <{MODELS}> {{ <{gpt4o}> ?p ?o }} }}"
+    )
+    with TestClient(create_app(store)) as c:
+        got = _parsed(c.get(_path(gpt4o) + ".nt").content, ox.RdfFormat.N_TRIPLES)
+        assert got == _stored(runs_store, gpt4o, {MODELS}) and got
+        page = c.get(_path(gpt4o), headers={"Accept": "text/html"})
+        assert page.status_code == 200 and "langchain:gpt-4o" in page.text
+    store.close()
+
+
+def test_run_graph_gives_the_whole_graph(runs_store: Store, runs_client: TestClient) -> None:
+    for graph in runs_store.run_graphs():
+        r = runs_client.get(_path(graph.value), headers={"Accept": "application/n-triples"})
+        assert r.status_code == 200
+        stored = {q.triple for q in runs_store.oxigraph.quads_for_pattern(None, None, None, graph)}
+        assert _parsed(r.content, ox.RdfFormat.N_TRIPLES) == stored
+
+
+@pytest.mark.parametrize(("suffix", "fmt", "ctype"), [("/results.json", "karenina-json", "application/json"),
+                                                      ("/results.csv", "csv", "text/csv; charset=utf-8")])  # fmt: skip
+def test_run_downloads(runs_store: Store, runs_client: TestClient, suffix: str, fmt: str, ctype: str) -> None:
+    for run in runs_store.runs():
+        r = runs_client.get(_path(run.iri) + suffix)
+        assert r.status_code == 200 and r.headers["content-type"] == ctype
+        assert "attachment" in r.headers["content-disposition"]
+        out = io.StringIO()
+        runs_store.export_results(run.iri, out, format=fmt)
+        assert r.content.decode("utf-8") == out.getvalue()
+        if fmt == "karenina-json":
+            # The examples are in Karenina's byte layout: the download is the file imported.
+            assert r.content == Path(run.source or "").read_bytes()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/runs/nope", "/runs/nope.ttl", "/runs/pharmacology-2026-05/results/nope", "/runs/pharmacology-2026-05/x",
+     "/models/nope", "/models/", "/runs/", "/runs/pharmacology-2026-05/results.txt"],
+)  # fmt: skip
+def test_unknown_run_paths_are_404(runs_client: TestClient, path: str) -> None:
+    r = runs_client.get(path)
+    assert r.status_code == 404 and "nothing is published at" in r.text
+
+
+def test_runs_are_not_deleted_through_their_iri(runs_client: TestClient) -> None:
+    r = runs_client.delete("/runs/pharmacology-2026-05")
+    assert r.status_code == 405 and r.headers["allow"] == "GET"
