@@ -16,15 +16,16 @@ import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal
+from typing import IO, TYPE_CHECKING, Any, Literal, Protocol
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from . import _terms as t
-from ._errors import CheckpointError, NotFoundError, Problem
+from ._errors import CheckpointError, NotFoundError, Problem, StoreError
 from ._graph import node_index, solutions, term_value
 from ._ids import segment
+from ._pipe import PipeLoader, pipes_available
 from ._results_export import ResultRebuilder, write_csv, write_export
 from ._results_map import A, Context, Facts, QuestionLink, ResultMapper, _k
 from ._results_model import (
@@ -292,8 +293,6 @@ def _header_lines(mapper: ResultMapper, run: str, run_id: str, header: dict[str,
     elif "shared_data" in header:
         add(r, _k("sharedDataVerbatim"), t.json_literal(shared))
     mapper._part(r, "export", header, TOP_LEVEL, lambda *_: None)
-    for bench in sorted(links.used):
-        add(r, t.iri(PROV + "used"), f"<{bench}>")
 
 
 def _runs_prefix(store: Store) -> str:
@@ -417,8 +416,6 @@ class _Import:
         """Map ``rows`` ((array key, index, row) triples; the key and index make the JSON
         pointer of errors) into a new generation of the run and publish it. ``header`` is the
         export's other members as known before the rows, ``complete_header()`` after them."""
-        from ._store import _CHUNK, _SMALL, _Chunks, _Loader
-
         store, ox_store = self.store, self.store.oxigraph
         old_keys, offset = self._old_rows()
         self.links.shared = _shared_directions(header)
@@ -426,15 +423,13 @@ class _Import:
         mapper = ResultMapper(ctx)
         graph = ox.NamedNode(f"{self.iri}/graph/{uuid.uuid4().hex[:16]}")
         store._pending(graph, True)
-        loader = _Loader(ox_store, graph)
         seen: dict[str, int] = {}
         facts: dict[str, Facts] = {}
         last_of: dict[str, Any] = {}
-        count = 0
+        count = triples = 0
         try:
             with tempfile.TemporaryDirectory(prefix=".results-", dir=store.path) as tmpdir:
-                chunks = _Chunks(Path(tmpdir), _CHUNK, loader.submit)
-                triples = 0
+                sink = _sink(store, graph, Path(tmpdir))
                 try:
                     for key, index, row in rows:
                         pointer = f"/{key}/{index}"
@@ -452,7 +447,7 @@ class _Import:
                         else:
                             seen[r] = index
                         triples += len(mapper.lines)
-                        chunks.write("".join(mapper.lines))
+                        sink.write("".join(mapper.lines))
                         mapper.lines.clear()
                     _header_lines(mapper, self.iri, self.rid, complete_header(), self.links)
                     if self.name is not None:  # a database run's run_name; exports name no run
@@ -460,26 +455,25 @@ class _Import:
                     self._import_record(mapper, version, count)
                     replaced = old_keys & seen.keys()
                     if self.old_graph is not None:
-                        triples += self._copy_old(chunks, mapper, replaced, facts)
+                        triples += self._copy_old(sink, mapper, replaced, facts)
+                    # Benchmarks of every row the new generation holds, kept rows included.
+                    for bench in sorted({f[2] for f in facts.values() if f[2] is not None}):
+                        mapper._add(f"<{self.iri}>", t.iri(PROV + "used"), f"<{bench}>")
                     _tally_lines(mapper, self.iri, facts.values())
                     del facts
                     triples += len(mapper.lines)
-                    chunks.write("".join(mapper.lines))
+                    sink.write("".join(mapper.lines))
                     mapper.lines.clear()
-                finally:
-                    chunks.close()
-                last = chunks.paths[-1:] if chunks.paths and chunks.paths[-1] not in loader.submitted else []
-                if not loader.submitted and triples < _SMALL:
-                    for p in last:
-                        ox_store.load(path=str(p), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
-                else:
-                    for p in last:
-                        loader.submit(p)
-                    loader.finish()
+                except BaseException:
+                    sink.abort()
+                    raise
+                try:
+                    sink.finish()
+                except (OSError, SyntaxError, ValueError) as exc:
+                    raise StoreError(f"loading results of {self.label} failed, store unchanged: {exc}") from None
             self._fix_duplicates(graph, mapper, {r: (seen[r], row) for r, row in last_of.items()}, offset)
             self._publish(graph, triples, "".join(mapper.model_lines))
         except BaseException:
-            loader.finish(raise_errors=False)
             if graph not in store._runs().values():
                 if ox_store.contains_named_graph(graph):
                     store._drop_graph(graph)
@@ -522,7 +516,7 @@ class _Import:
         if version is not None:
             add(node, _k("formatVersion"), t.string(version))
 
-    def _copy_old(self, chunks: Any, mapper: ResultMapper, replaced: set[str], facts: dict[str, Facts]) -> int:
+    def _copy_old(self, chunks: _Sink, mapper: ResultMapper, replaced: set[str], facts: dict[str, Facts]) -> int:
         """The old generation's triples minus the run header, its tallies and the replaced rows;
         the facts of the rows kept go into ``facts`` for the new tallies."""
         assert self.old_graph is not None
@@ -644,6 +638,52 @@ def _tally_lines(mapper: ResultMapper, run: str, facts: Iterable[Facts]) -> None
                 add(node, _k(pred), f"<{iri}>")
         for pred, value in (("results", n), ("verified", verified), ("passed", passed), ("failures", failures)):
             add(node, _k(pred), t.integer(value))
+
+
+class _Sink(Protocol):
+    def write(self, text: str, /) -> int: ...
+    def finish(self) -> None: ...
+    def abort(self) -> None: ...
+
+
+class _ChunkSink:
+    """Chunk files bulk-loaded one by one (a server store, or no named pipes): see _store."""
+
+    def __init__(self, store: Store, graph: ox.NamedNode, folder: Path) -> None:
+        from ._store import _CHUNK, _SMALL, _Chunks, _Loader
+
+        self.store, self.graph, self.small = store, graph, _SMALL
+        self.loader = _Loader(store.oxigraph, graph)
+        self.chunks = _Chunks(folder, _CHUNK, self.loader.submit)
+        self.lines = 0
+
+    def write(self, text: str) -> int:
+        self.lines += text.count("\n")
+        return self.chunks.write(text)
+
+    def finish(self) -> None:
+        self.chunks.close()
+        paths, loader = self.chunks.paths, self.loader
+        last = paths[-1:] if paths and paths[-1] not in loader.submitted else []
+        if not loader.submitted and self.lines < self.small:
+            for p in last:  # small: one transactional write
+                self.store.oxigraph.load(path=str(p), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+            return
+        for p in last:
+            loader.submit(p)
+        loader.finish()
+
+    def abort(self) -> None:
+        self.chunks.close()
+        self.loader.finish(raise_errors=False)
+
+
+def _sink(store: Store, graph: ox.NamedNode, folder: Path) -> _Sink:
+    from ._store import _SMALL
+
+    if pipes_available(store.oxigraph):
+        return PipeLoader(store.oxigraph, graph, folder, _SMALL)
+    return _ChunkSink(store, graph, folder)
 
 
 def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
