@@ -65,7 +65,7 @@ def questions_of(checkpoint: JSON) -> list[JSON]:
                 "raw_answer": (q.get("acceptedAnswer") or {}).get("text"),
                 "keywords": q.get("keywords"),
                 "template_id": template_id(code),
-                "traits": [r["name"] for r in q.get("rating", [])],
+                "traits": [_trait_spec(r) for r in q.get("rating", []) if "name" in r],
                 "finished": props.get("finished", True),
             }
         )
@@ -73,11 +73,57 @@ def questions_of(checkpoint: JSON) -> list[JSON]:
 
 
 def global_traits(checkpoint: JSON) -> list[JSON]:
-    return [
-        {"name": r["name"], "kind": _trait_kind(r), "higher_is_better": True}
-        for r in checkpoint.get("rating", [])
-        if "name" in r
-    ]
+    return [_trait_spec(r) for r in checkpoint.get("rating", []) if "name" in r]
+
+
+def rubric_definition(checkpoint: JSON) -> JSON | None:
+    """The global rubric as Karenina's exporter dumps it (``exclude_unset``): traits by kind."""
+    out: dict[str, list[JSON]] = {}
+    for rating in checkpoint.get("rating", []):
+        if "name" not in rating:
+            continue
+        spec = _trait_spec(rating)
+        entry: JSON = {"name": spec["name"], "description": rating.get("description", "")}
+        if spec["kind"] == "llm":
+            entry["kind"] = spec["llm_kind"]
+            if spec["llm_kind"] == "score":
+                entry["min_score"], entry["max_score"] = spec["range"]
+        entry["higher_is_better"] = spec["higher_is_better"]
+        out.setdefault(spec["kind"] + "_traits", []).append(entry)
+    return out or None
+
+
+def _trait_spec(rating: JSON) -> JSON:
+    """What a score for this trait looks like: its kind as Karenina decodes it (LLM boolean,
+    score with its range, literal with its classes; regex, callable, metric)."""
+    props = {p.get("name"): p.get("value") for p in rating.get("additionalProperty", []) if isinstance(p, dict)}
+    kind = _trait_kind(rating)
+    spec: JSON = {"name": rating["name"], "kind": kind, "higher_is_better": props.get("higher_is_better", True)}
+    if kind == "llm":
+        llm_kind = props.get("kind")
+        best, worst = rating.get("bestRating"), rating.get("worstRating")
+        if not isinstance(llm_kind, str):
+            llm_kind = "boolean" if (best, worst) == (1, 0) else "score"
+        spec["llm_kind"] = llm_kind
+        low = props.get("min_score", worst if isinstance(worst, (int, float)) else 1)
+        high = props.get("max_score", best if isinstance(best, (int, float)) else 5)
+        spec["range"] = (int(low if low is not None else 1), int(high if high is not None else 5))
+        classes = props.get("classes")
+        if isinstance(classes, str):
+            classes = json.loads(classes)
+        spec["classes"] = list(classes) if isinstance(classes, dict) else ["poor", "fair", "good"]
+    return spec
+
+
+def _llm_score(rng: random.Random, spec: JSON) -> tuple[Any, str | None]:
+    """(score, label) for an LLM trait: a boolean, an integer in range, or a class index."""
+    if spec.get("llm_kind") == "boolean":
+        return rng.random() < 0.7, None
+    if spec.get("llm_kind") == "literal":
+        label = rng.choice(spec["classes"])
+        return spec["classes"].index(label), label
+    low, high = spec.get("range", (1, 5))
+    return rng.randint(low, high), None
 
 
 def _trait_kind(rating: JSON) -> str:
@@ -199,8 +245,10 @@ def _row(
             provenance[t["name"]] = "global"
             kind = t["kind"]
             if kind == "llm":
-                rubric.setdefault("llm_trait_scores", None)
-                rubric["llm_trait_scores"] = (rubric["llm_trait_scores"] or {}) | {t["name"]: rng.randint(1, 5)}
+                score, label = _llm_score(rng, t)
+                rubric["llm_trait_scores"] = (rubric["llm_trait_scores"] or {}) | {t["name"]: score}
+                if label is not None:
+                    rubric["llm_trait_labels"] = (rubric["llm_trait_labels"] or {}) | {t["name"]: label}
             elif kind == "regex":
                 rubric["regex_trait_scores"] = (rubric["regex_trait_scores"] or {}) | {t["name"]: rng.random() < 0.8}
             elif kind == "callable":
@@ -220,13 +268,16 @@ def _row(
                 rubric["metric_trait_confusion_lists"] = (rubric["metric_trait_confusion_lists"] or {}) | {
                     t["name"]: {"tp": tp, "fn": fn, "fp": fp, "tn": []}
                 }
-        for name in q["traits"]:
+        for spec in q["traits"]:
+            name = spec["name"]
             provenance[name] = "question_specific"
-            label = rng.choice(["poor", "fair", "good"])
-            rubric["llm_trait_scores"] = (rubric["llm_trait_scores"] or {}) | {
-                name: ["poor", "fair", "good"].index(label)
-            }
-            rubric["llm_trait_labels"] = (rubric["llm_trait_labels"] or {}) | {name: label}
+            if spec["kind"] == "regex":
+                rubric["regex_trait_scores"] = (rubric["regex_trait_scores"] or {}) | {name: rng.random() < 0.8}
+                continue
+            score, label = _llm_score(rng, spec)
+            rubric["llm_trait_scores"] = (rubric["llm_trait_scores"] or {}) | {name: score}
+            if label is not None:
+                rubric["llm_trait_labels"] = (rubric["llm_trait_labels"] or {}) | {name: label}
         rubric["trait_provenance"] = provenance or None
     row: JSON = {
         "metadata": meta,
@@ -318,7 +369,7 @@ def header(checkpoint: JSON, *, models: int, judges: int, job_id: str, rows: int
                 "is_complete": True,
             },
         },
-        "shared_data": {"rubric_definition": {"llm_traits": global_traits(checkpoint)}},
+        "shared_data": {"rubric_definition": rubric_definition(checkpoint)},
     }
 
 

@@ -6,7 +6,8 @@ The candidates are fetched with one SPARQL SELECT per check and graph. Code is n
 templates are read with :func:`ast.parse` only, callable payloads are only base64-decoded (never
 unpickled), regex patterns are only compiled.
 
-:data:`CHECKS` is the registry the documentation (docs/shapes.md) is generated from.
+:data:`CHECKS` (benchmarks) and :data:`RUN_CHECKS` (verification runs) are the registries the
+documentation (docs/shapes.md) is generated from.
 :func:`evaluation_modes` says which of Karenina's evaluation modes (verification spec §3.3) each
 question is ready for.
 """
@@ -27,9 +28,9 @@ from pathlib import Path
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from ._ids import md5_hex, owning_question, template_id
+from ._ids import md5_hex, owning_question, template_id, unsegment
 from ._shapes import Severity, ValidationResult
-from ._vocab import KARENINA, SCHEMA, sparql_prefixes
+from ._vocab import KARENINA, PREFIXES, SCHEMA, sparql_prefixes
 
 CHECKS_NS = "urn:karenina-rdf:checks:"
 
@@ -70,6 +71,7 @@ class _Finding:
     message: str
     value: str | None
     check: Check
+    value_is_iri: bool = False  # the value is a node (a concept, a question), not a literal
 
 
 def _k(local: str) -> str:
@@ -78,6 +80,10 @@ def _k(local: str) -> str:
 
 def _s(local: str) -> str:
     return SCHEMA + local
+
+
+def _earl(local: str) -> str:
+    return PREFIXES["earl"] + local
 
 
 REGEX_COMPILES = Check(
@@ -152,6 +158,72 @@ TEMPLATE_ID = Check(
     "which results use to refer to the template.",
 )
 
+# Checks on a verification run (docs/data-model.md §9), run by :func:`run_result_checks` over a
+# run graph together with the benchmark graphs it used and the vocabulary graph.
+FAILURE_GROUP_MATCHES = Check(
+    "FailureGroupMatchesCategory",
+    "Warning",
+    "karenina:Failure",
+    _k("failureGroup"),
+    "The failure group is the group of the failure's category (the category's skos:broader in the "
+    "karenina:failure scheme). Karenina computes the group from the category and ignores another "
+    "(verification spec §8); this compares two paths, which SHACL Core does only with sh:equals.",
+)
+RESULT_TEMPLATE_CURRENT = Check(
+    "ResultTemplateCurrent",
+    "Warning",
+    "karenina:VerificationResult",
+    _k("template"),
+    "The stored answer template a result links to still has the result's template id: otherwise the "
+    "benchmark's template changed after the run and the result was verified with another one.",
+)
+RESULT_BENCHMARK_USED = Check(
+    "ResultBenchmarkUsed",
+    "Violation",
+    "karenina:VerificationResult",
+    _earl("test"),
+    "The benchmark of the question a result tests is one its run lists in prov:used (data-model §9), "
+    "which is what says which benchmark graphs a run is read and validated with.",
+)
+
+OUTCOME_MATCHES = Check(
+    "OutcomeMatchesVerdict",
+    "Violation",
+    "karenina:VerificationResult",
+    _earl("outcome"),
+    "The EARL outcome is the one the importer derives from the row: earl:passed exactly when verify_result is "
+    "true, earl:failed exactly when it is false; without a verdict earl:cantTell after a failure or a template "
+    "verification, else earl:inapplicable (data-model §9). The pass rate reads verify_result, so the outcome "
+    "must agree with it. A Python check: SHACL Core says it with earl:result/earl:outcome inside sh:or, which "
+    "the engine evaluates in time quadratic in the number of results.",
+)
+CONTENT_FAILURE_VERDICT = Check(
+    "ContentFailureIsFalseVerdict",
+    "Warning",
+    "karenina:Failure",
+    _k("failureCategory"),
+    "A content failure (the answer was judged wrong) belongs to a result whose verify_result is false: "
+    "Karenina's classifier gives that category for a false verdict only (verification spec §8, rule 2).",
+)
+SCORE_HOLDS_ITS_KIND = Check(
+    "ScoreHoldsItsKind",
+    "Violation",
+    "karenina:TraitScore",
+    _k("scoreKind"),
+    "What a score holds follows the score dict it came from (verification spec §6.1): a regex score is true or "
+    "false; a metric score keeps its numbers as metric values and has no single value; only a metric score "
+    "has metric values.",
+)
+SCORE_FITS_TRAIT = Check(
+    "ScoreFitsTrait",
+    "Warning",
+    "karenina:TraitScore",
+    _s("value"),
+    "A score fits the kind of the stored trait it scores (karenina:scoresTrait): a boolean trait scores "
+    "true/false, a literal trait the index of a class (-1: none of them), a score trait a number "
+    "(verification spec §6.1). Otherwise the benchmark changed since the run, or the score is not Karenina's.",
+)
+
 CHECKS: tuple[Check, ...] = (
     REGEX_COMPILES,
     CALLABLE_DECODES,
@@ -163,6 +235,16 @@ CHECKS: tuple[Check, ...] = (
     TEXT_MD5,
     TEMPLATE_ID,
 )
+# The checks of runs, kept apart: :func:`run_checks` (benchmarks) never runs them.
+RUN_CHECKS: tuple[Check, ...] = (
+    FAILURE_GROUP_MATCHES,
+    RESULT_TEMPLATE_CURRENT,
+    RESULT_BENCHMARK_USED,
+    OUTCOME_MATCHES,
+    CONTENT_FAILURE_VERDICT,
+    SCORE_HOLDS_ITS_KIND,
+    SCORE_FITS_TRAIT,
+)
 
 
 _BY_NAME = {c.name: c for c in CHECKS}
@@ -172,8 +254,10 @@ def _short(text: str, limit: int = 200) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def _select(store: ox.Store, graph: ox.NamedNode, query: str) -> Iterator[_Row]:
-    result = store.query(sparql_prefixes() + query, default_graph=graph)
+def _select(store: ox.Store, graph: ox.NamedNode | list[ox.NamedNode], query: str) -> Iterator[_Row]:
+    # A list of graphs is their union (a run with its benchmarks and the vocabulary).
+    union: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [] if isinstance(graph, ox.NamedNode) else [*graph]
+    result = store.query(sparql_prefixes() + query, default_graph=graph if isinstance(graph, ox.NamedNode) else union)
     assert isinstance(result, ox.QuerySolutions)
     names = [v.value for v in result.variables]
     positions = range(len(names))
@@ -485,6 +569,230 @@ def run_checks(
     return _results(f for graph in graphs for f in findings(graph))
 
 
+def _concept(iri: str) -> str:
+    """The name of a failure category or group from its concept IRI (``…/failure/content``)."""
+    return unsegment(iri.rsplit("/", 1)[-1])
+
+
+def _values(variables: str, rows: Iterable[tuple[ox.NamedNode | ox.Literal, ...]]) -> str:
+    """A VALUES block of the rows a check read from the graphs a run links to: the main query then
+    runs on the run graph alone, with index lookups, rather than over the union of graphs."""
+    return f"VALUES ({variables}) {{ " + " ".join("(" + " ".join(map(str, row)) + ")" for row in rows) + " }"
+
+
+def _failure_groups(store: ox.Store, graphs: list[ox.NamedNode]) -> Iterator[_Finding]:
+    # Only failures whose category is a concept with a group: an unknown category or group is
+    # reported by the shapes (ks:FailureShape-category, -group), not twice here.
+    taxonomy = [
+        (ox.NamedNode(row["c"] or ""), ox.NamedNode(row["expected"] or ""))
+        for row in _select(store, graphs[1:], "SELECT ?c ?expected WHERE { ?c skos:broader ?expected }")
+    ]
+    if not taxonomy:
+        return
+    q = (
+        "SELECT ?f ?c ?g ?expected WHERE { " + _values("?c ?expected", taxonomy) + " ?f karenina:failureCategory ?c ; "
+        "karenina:failureGroup ?g FILTER(STR(?g) != STR(?expected)) }"
+    )
+    for row in _select(store, graphs[:1], q):
+        f, c, g, expected = (row[k] or "" for k in ("f", "c", "g", "expected"))
+        yield _Finding(
+            f,
+            f"The failure group {_concept(g)!r} is not the group of its category {_concept(c)!r} "
+            f"({_concept(expected)!r}); Karenina computes the group from the category and ignores this one "
+            "(metadata.failure.group)",
+            g,
+            FAILURE_GROUP_MATCHES,
+            True,
+        )
+
+
+def _result_templates(store: ox.Store, graphs: list[ox.NamedNode]) -> Iterator[_Finding]:
+    templates = [
+        (ox.NamedNode(row["c"] or ""), ox.Literal(row["now"] or ""))
+        for row in _select(
+            store, graphs[1:], "SELECT ?c ?now WHERE { ?c a schema:SoftwareSourceCode ; karenina:templateId ?now }"
+        )
+    ]
+    if not templates:
+        return
+    q = (
+        "SELECT ?r ?tid ?now WHERE { " + _values("?c ?now", templates) + " ?r karenina:template ?c ; "
+        "karenina:templateId ?tid FILTER(STR(?tid) != STR(?now)) }"
+    )
+    for row in _select(store, graphs[:1], q):
+        r, tid, now = row["r"] or "", row["tid"] or "", row["now"] or ""
+        yield _Finding(
+            r,
+            f"This result was verified with template {tid!r}, but the stored template of its question is now "
+            f"{now!r}: the benchmark changed after the run (metadata.template_id)",
+            now,
+            RESULT_TEMPLATE_CURRENT,
+        )
+
+
+def _result_benchmarks(store: ox.Store, graphs: list[ox.NamedNode]) -> Iterator[_Finding]:
+    # A question's IRI is its benchmark's IRI + "/questions/" + id (docs/data-model.md §3), so the
+    # benchmark is known even when its graph is not among ``graphs``. One scan of earl:test.
+    used = "SELECT ?b WHERE { ?run a karenina:VerificationRun ; prov:used ?b }"
+    prefixes = tuple((row["b"] or "") + "/questions/" for row in _select(store, graphs[:1], used))
+    for row in _select(store, graphs[:1], "SELECT ?r ?q WHERE { ?r earl:test ?q }"):
+        r, question = row["r"] or "", row["q"] or ""
+        if not question.startswith(prefixes):
+            yield _Finding(
+                r,
+                "This result tests a question of a benchmark its run does not list as used (prov:used): "
+                "the run is read and validated without that benchmark (metadata.question_id)",
+                question,
+                RESULT_BENCHMARK_USED,
+                True,
+            )
+
+
+_EARL = PREFIXES["earl"]
+# What each outcome means, as the message when a stored outcome disagrees with the row.
+_OUTCOME_MESSAGES = {
+    "passed": "The outcome is earl:passed exactly when verify_result is true (template.verify_result)",
+    "failed": "The outcome is earl:failed exactly when verify_result is false (template.verify_result)",
+    "inapplicable": "earl:inapplicable means no template was verified and nothing failed (rubric only), but this "
+    "result has a failure or a template verification (metadata.failure, template.template_verification_performed)",
+    "cantTell": "earl:cantTell means there is no verdict after a failure or a template verification, but this "
+    "result has neither (metadata.failure, template.template_verification_performed)",
+}
+
+
+def _derived_outcome(verdict: str | None, failure: bool, performed: bool) -> str:
+    """The outcome the importer derives (_results_map.outcome) from verify_result (its lexical
+    form, or None), whether there is a failure and whether template verification was performed."""
+    if verdict in ("true", "1"):
+        return "passed"
+    if verdict in ("false", "0"):
+        return "failed"
+    return "cantTell" if failure or performed else "inapplicable"
+
+
+def _outcomes(store: ox.Store, graphs: list[ox.NamedNode]) -> Iterator[_Finding]:
+    # One row per result (joins, not EXISTS: linear in the run). A missing outcome, a literal
+    # one or several are reported by the shapes; here each (result, outcome IRI) pair is judged.
+    q = (
+        "SELECT ?r ?o ?v ?perf ?f ?cat WHERE { ?r a karenina:VerificationResult . "
+        "OPTIONAL { ?r earl:result ?out . ?out earl:outcome ?o FILTER(isIRI(?o)) } "
+        "OPTIONAL { ?r karenina:verifyResult ?v FILTER(DATATYPE(?v) = xsd:boolean) } "
+        "OPTIONAL { ?r karenina:templateVerificationPerformed ?perf } "
+        "OPTIONAL { ?r karenina:failure ?f OPTIONAL { ?f karenina:failureCategory ?cat } } }"
+    )
+    content = KARENINA + "failure/content"
+    for row in _select(store, graphs[:1], q):
+        r, outcome = row["r"] or "", (row["o"] or "").removeprefix(_EARL)  # "" without an outcome
+        verdict, failure = row["v"], row["f"]
+        performed = row["perf"] in ("true", "1")
+        if outcome in _OUTCOME_MESSAGES:
+            derived = _derived_outcome(verdict, failure is not None, performed)
+            if derived != outcome:
+                # The rule broken: the stored outcome's own, unless there is a verdict and the
+                # outcome is not passed/failed; then the rule of the outcome the verdict calls for.
+                rule = outcome if outcome in ("passed", "failed") or derived not in ("passed", "failed") else derived
+                yield _Finding(r, _OUTCOME_MESSAGES[rule], _EARL + outcome, OUTCOME_MATCHES, True)
+        if failure is not None and row["cat"] == content and verdict not in ("false", "0"):
+            yield _Finding(
+                failure,
+                "A content failure means the answer was judged wrong, but this result's verify_result is "
+                f"{'null' if verdict is None else verdict} (metadata.failure.category, template.verify_result)",
+                content,
+                CONTENT_FAILURE_VERDICT,
+                True,
+            )
+
+
+_SCORE_DICT = {"llm": "llm_trait_scores", "regex": "regex_trait_scores", "callable": "callable_trait_scores"}
+_SCORE_DICT |= {"metric": "metric_trait_scores", "agentic": "agentic_trait_scores"}
+
+
+_EXPECTED_SCORE = {
+    "boolean": "true or false",
+    "literal": "the index of one of its classes (-1 or more)",
+    "score": "a number",
+}
+
+
+def _score_fits(store: ox.Store, graphs: list[ox.NamedNode]) -> Iterator[_Finding]:
+    # The traits are in benchmark graphs (read once, as VALUES); only the misfits come back.
+    traits = (
+        "SELECT ?t ?kind WHERE { ?t a schema:Rating ; karenina:traitKind ?kind "
+        'FILTER(?kind IN ("boolean", "literal", "score")) }'
+    )
+    kinds = [
+        (ox.NamedNode(row["t"] or ""), ox.Literal(row["kind"] or "")) for row in _select(store, graphs[1:], traits)
+    ]
+    if not kinds:
+        return
+    q = (
+        "SELECT ?s ?name ?kind ?scoreKind ?v WHERE { " + _values("?t ?kind", kinds) + " "
+        "?s karenina:scoresTrait ?t ; schema:value ?v ; karenina:traitName ?name . "
+        "OPTIONAL { ?s karenina:scoreKind ?scoreKind } "
+        'FILTER((?kind = "boolean" && DATATYPE(?v) != xsd:boolean) '
+        '|| (?kind = "literal" && !COALESCE(DATATYPE(?v) = xsd:integer && ?v >= -1, false)) '
+        '|| (?kind = "score" && !(DATATYPE(?v) IN (xsd:integer, xsd:double)))) }'
+    )
+    for row in _select(store, graphs[:1], q):
+        s, name, kind, v = row["s"] or "", row["name"] or "", row["kind"] or "", row["v"] or ""
+        where = _SCORE_DICT.get(row["scoreKind"] or "", "*_trait_scores")
+        yield _Finding(
+            s,
+            f"Trait {name!r} is a {kind} trait, so its score is {_EXPECTED_SCORE[kind]}, not {v!r}: the benchmark "
+            f"changed since the run, or the score is not Karenina's (rubric.{where}[{name!r}])",
+            v,
+            SCORE_FITS_TRAIT,
+        )
+
+
+def _score_kinds(store: ox.Store, graphs: list[ox.NamedNode]) -> Iterator[_Finding]:
+    regex = (
+        'SELECT ?s ?name ?v WHERE { ?s karenina:scoreKind "regex" ; schema:value ?v ; karenina:traitName ?name '
+        "FILTER(DATATYPE(?v) != xsd:boolean) }"
+    )
+    for row in _select(store, graphs[:1], regex):
+        name, v = row["name"] or "", row["v"] or ""
+        yield _Finding(
+            row["s"] or "",
+            f"A regex trait score is true or false, not {v!r} (rubric.regex_trait_scores[{name!r}])",
+            v,
+            SCORE_HOLDS_ITS_KIND,
+        )
+    metric = 'SELECT ?s ?name ?v WHERE { ?s karenina:scoreKind "metric" ; schema:value ?v ; karenina:traitName ?name }'
+    for row in _select(store, graphs[:1], metric):
+        name, v = row["name"] or "", row["v"] or ""
+        yield _Finding(
+            row["s"] or "",
+            f"A metric trait score keeps its numbers as metric values, not one value {v!r} "
+            f"(rubric.metric_trait_scores[{name!r}])",
+            v,
+            SCORE_HOLDS_ITS_KIND,
+        )
+    foreign = (
+        "SELECT DISTINCT ?s ?name WHERE { ?s karenina:metricValue ?m ; karenina:traitName ?name "
+        'MINUS { ?s karenina:scoreKind "metric" } }'
+    )
+    for row in _select(store, graphs[:1], foreign):
+        name = row["name"] or ""
+        yield _Finding(
+            row["s"] or "",
+            f"Only a metric trait score has metric values, and the score of {name!r} is not one "
+            "(rubric.metric_trait_scores)",
+            None,
+            SCORE_HOLDS_ITS_KIND,
+        )
+
+
+def run_result_checks(store: ox.Store, graphs: list[ox.NamedNode]) -> list[ValidationResult]:
+    """The Python checks on one verification run: ``graphs`` is the run graph first, then the
+    graphs it needs to be read with (the benchmarks it used, the vocabulary); results sorted like
+    pyshacl's."""
+    if not graphs:
+        return []
+    runners = (_failure_groups, _result_templates, _result_benchmarks, _outcomes, _score_kinds, _score_fits)
+    return _results(f for runner in runners for f in runner(store, graphs))
+
+
 def _results(findings: Iterable[_Finding]) -> list[ValidationResult]:
     out = [
         ValidationResult(
@@ -495,7 +803,9 @@ def _results(findings: Iterable[_Finding]) -> list[ValidationResult]:
             source_shape=f.check.iri,
             source_constraint_component=f.check.iri,
             value=f.value,
-            value_term=None if f.value is None else str(ox.Literal(f.value)),
+            value_term=None
+            if f.value is None
+            else str(ox.NamedNode(f.value) if f.value_is_iri else ox.Literal(f.value)),
         )
         for f in findings
     ]

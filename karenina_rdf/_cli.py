@@ -272,7 +272,8 @@ def query(
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
-    """Run a SPARQL query or a named query over every stored benchmark (schema:, karenina:, rdf:, xsd: predeclared)."""
+    """Run a SPARQL query or a named query over every stored benchmark and run (the prefixes schema:, karenina:,
+    rdf:, xsd:, earl:, prov:, skos:, rdfs: are predeclared)."""
     if fmt not in ("table", *RESULT_FORMATS, *GRAPH_FORMATS):
         err.print(f"[red]error:[/red] unknown --format {fmt!r} (table, {', '.join([*RESULT_FORMATS, *GRAPH_FORMATS])})")
         raise typer.Exit(2)
@@ -385,16 +386,25 @@ def delete(
 @app.command()
 def validate(
     targets: Annotated[
-        list[str] | None, typer.Argument(help="Checkpoint files or folders; with --stored, benchmark ids or names.")
+        list[str] | None,
+        typer.Argument(
+            help="Checkpoint and results files or folders; with --stored, benchmark ids or names, or run ids."
+        ),
     ] = None,
-    stored: Annotated[bool, typer.Option("--stored", help="Validate what is in the store (all, or TARGETS).")] = False,
+    stored: Annotated[
+        bool,
+        typer.Option(
+            "--stored", help="Validate what is in the store: every benchmark and verification run, or TARGETS."
+        ),
+    ] = False,
     fmt: Annotated[str, typer.Option("--format", help="text, json or turtle (the sh:ValidationReport).")] = "text",
     engine: Annotated[str, typer.Option("--engine", help="auto, fast or pyshacl (the reference).")] = "auto",
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
-    """Validate checkpoint files, or stored benchmarks, against the shapes and checks (exit 1 if not conforming)."""
-    from ._validate import report_json, reports_turtle, validate_store
+    """Validate checkpoint files, or stored benchmarks and runs, against shapes and checks (exit 1: not conforming)."""
+    from ._results_read import looks_like_results
+    from ._validate import report_json, reports_turtle, validate_results_files, validate_store
     from ._validate import validate as validate_file
 
     if fmt not in ("text", "json", "turtle") or engine not in ("auto", "fast", "pyshacl"):
@@ -409,7 +419,11 @@ def validate(
             refs: list[str | None] = list(targets) if targets else [None]
             return [r for ref in refs for r in validate_store(s, ref, engine=engine)]  # type: ignore[arg-type]
         files = list(checkpoint_files(targets or []))
-        return [validate_file(f, engine=engine, base_iri=base_iri) for f in files]  # type: ignore[arg-type]
+        results = [f for f in files if looks_like_results(f)]
+        checkpoints = [f for f in files if f not in results]
+        reports = [validate_file(f, engine=engine, base_iri=base_iri) for f in checkpoints]  # type: ignore[arg-type]
+        # A results export is validated as a run, with the checkpoints named beside it as its benchmarks.
+        return reports + validate_results_files(results, checkpoints, engine=engine, base_iri=base_iri)  # type: ignore[arg-type]
 
     # A benchmark that is not there, a bad base IRI or nothing to validate are usage errors (2),
     # kept apart from "does not conform" (1).
@@ -438,7 +452,7 @@ def validate(
     else:
         for r in reports:
             mark = "[green]conforms[/green]" if r.conforms else "[red]does not conform[/red]"
-            label = (r.benchmark if stored else r.source) or r.benchmark or "?"
+            label = f"run {r.run}" if r.run is not None else (r.benchmark if stored else r.source) or r.benchmark or "?"
             out.print(f"{escape(label)}: {mark} ({len(r.violations)} violations, {len(r.warnings)} warnings)")
             for f in r.findings:
                 out.print("  " + escape(f.line(r.source)))

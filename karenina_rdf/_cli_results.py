@@ -37,6 +37,8 @@ def print_results_import(r: ResultsImport) -> None:
             f"[yellow]warning:[/yellow] {r.unmatched} results name a question that is not stored; "
             f"kept, not linked: {escape(ids)}"
         )
+    for w in r.warnings:
+        err.print(f"[yellow]warning:[/yellow] {escape(w)}")
     if r.template_mismatches:
         err.print(
             f"[yellow]warning:[/yellow] {r.template_mismatches} results were made with a template other than "
@@ -58,6 +60,14 @@ def import_(
     run: Annotated[
         str | None, typer.Option("--run", help="Run id to store the results under (default: the export's job_id).")
     ] = None,
+    validate: Annotated[
+        bool,
+        typer.Option(
+            "--validate/--no-validate",
+            help="Check the run against the shapes before storing it (a violation refuses it); off by default: "
+            "it costs about one more import. `karenina-rdf validate --stored` checks stored runs.",
+        ),
+    ] = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
@@ -69,7 +79,7 @@ def import_(
                 for result in s.import_results_db(path, benchmark=benchmark, run=run):
                     print_results_import(result)
             else:
-                print_results_import(s.import_results(path, benchmark=benchmark, run=run))
+                print_results_import(s.import_results(path, benchmark=benchmark, run=run, validate=validate))
 
     _run(store, base_iri, act)
 

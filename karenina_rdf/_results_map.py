@@ -144,7 +144,6 @@ def _names(fields: tuple[Field, ...]) -> frozenset[str]:
     return hit[1]
 
 
-
 class ResultMapper:
     """Maps rows of one run; ``lines`` collects the N-Triples of the row being mapped."""
 

@@ -82,6 +82,7 @@ class ResultsImport(BaseModel):
     unmatched_ids: tuple[str, ...]
     template_mismatches: int
     migrated: int = 0
+    warnings: tuple[str, ...] = ()
     benchmarks: tuple[str, ...]
     triples: int
 
@@ -345,6 +346,7 @@ def import_results(
     benchmark: str | None = None,
     run_id: str | None = None,
     label: str | None = None,
+    validate: bool = False,
 ) -> ResultsImport:
     """Import a Karenina results export (format 2.0-2.2) into the run it belongs to.
 
@@ -382,16 +384,27 @@ def import_results(
             # Members after the rows (scenario_results) are known once the rows are read.
             return {**reader.header, **header} if "metadata" in header else reader.header
 
-        return _Import(store, rid, label, file_hash, benchmark).execute(header, stream, complete_header, version)
+        return _Import(store, rid, label, file_hash, benchmark, validate=validate).execute(
+            header, stream, complete_header, version
+        )
     finally:
         reader.close()
 
 
 class _Import:
     def __init__(
-        self, store: Store, rid: str, label: str, file_hash: str, benchmark: str | None, name: str | None = None
+        self,
+        store: Store,
+        rid: str,
+        label: str,
+        file_hash: str,
+        benchmark: str | None,
+        name: str | None = None,
+        validate: bool = False,
     ) -> None:
         self.store, self.rid, self.label, self.file_hash, self.name = store, rid, label, file_hash, name
+        self.validate = validate
+        self.warnings: tuple[str, ...] = ()
         self.iri = run_iri(store.base_iri, rid)
         self.links = _Links(store, benchmark, label)
         self.old_graph = store._runs().get(self.iri)
@@ -472,6 +485,8 @@ class _Import:
                 except (OSError, SyntaxError, ValueError) as exc:
                     raise StoreError(f"loading results of {self.label} failed, store unchanged: {exc}") from None
             self._fix_duplicates(graph, mapper, {r: (seen[r], row) for r, row in last_of.items()}, offset)
+            if self.validate:
+                self._validate(graph, "".join(mapper.model_lines))
             self._publish(graph, triples, "".join(mapper.model_lines))
         except BaseException:
             if graph not in store._runs().values():
@@ -499,9 +514,27 @@ class _Import:
             unmatched_ids=tuple(self.links.unmatched),
             template_mismatches=mapper.template_mismatch,
             migrated=mapper.migrated,
+            warnings=self.warnings,
             benchmarks=tuple(sorted(self.links.used)),
             triples=triples,
         )
+
+    def _validate(self, graph: ox.NamedNode, models: str) -> None:
+        """The shapes and checks on the loaded, unpublished generation: a Violation refuses the
+        run (nothing published), warnings are reported. The shared vocabulary and models graphs
+        are written first; both are idempotent and name no run."""
+        from ._validate import findings_in_run
+
+        taxonomy = "\n".join(taxonomy_triples())
+        self.store.oxigraph.update(
+            f"INSERT DATA {{ GRAPH {VOCABULARY_GRAPH} {{ {taxonomy} }} }} ;\n"
+            f"INSERT DATA {{ GRAPH {MODELS_GRAPH} {{ {models} }} }}"
+        )
+        findings = findings_in_run(self.store, self.iri, graph)
+        violations = [f for f in findings if f.severity == "Violation"]
+        if violations:
+            raise CheckpointError([Problem(f.message, self.label, f.pointer, f.question_id) for f in violations])
+        self.warnings = tuple(str(Problem(f.message, self.label, f.pointer, f.question_id)) for f in findings)
 
     def _import_record(self, mapper: ResultMapper, version: str | None, count: int) -> None:
         node = f"<{self.iri}/imports/{self.file_hash[:16]}>"

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ._checks import CHECKS
+from ._checks import CHECKS, RUN_CHECKS
 from ._shapes import SH, _path_text, shape_files
 from ._vocab import PREFIXES
 
@@ -35,6 +36,16 @@ all of them rubric traits Karenina loads but cannot evaluate:
   answer.
 
 The importer prints the same two warnings when it stores these files (docs/data-model.md §7).
+
+Verification runs are validated with the run shapes (`run.ttl`, `result.ttl`, `failure.ttl`,
+`field-outcome.ttl`, `token-usage.ttl`, `trait-score.ttl`, `model.ttl`) and the run checks, over the
+run graph together with the benchmarks it used and the vocabulary graph
+(`karenina_rdf._validate.findings_in_run`). Both results exports of the corpus
+(`tests__fixtures__export_format__results_export_{empty,full}.json`) conform; stored without their
+benchmark, the two rows of the full one warn that no stored question has their id
+(`ks:ResultShape-testLinked`). The three runs of `examples/results/` conform; they warn
+(`checks:ScoreFitsTrait`) where `benchmarks/generate_results.py` gave an LLM trait of kind boolean
+an integer score from 1 to 5.
 """
 
 
@@ -164,6 +175,23 @@ def _has_node_constraints(g: rdflib.Graph, shape: Any) -> bool:
     return any(p != RDF.type and p not in skip for p in g.predicates(shape, None))
 
 
+def _property_rows(g: rdflib.Graph, owner: Any, order: Callable[[Any], tuple[int, str]], nesting: str) -> list[str]:
+    """A table row per property shape of ``owner``. A property shape's own sh:property shapes
+    check its value nodes (the metric values of a trait score): listed under it, marked ↳."""
+    from rdflib import URIRef
+
+    out = []
+    for prop in sorted(g.objects(owner, _ns()["property"]), key=order):
+        name = f"`{_curie(str(prop))}`" if isinstance(prop, URIRef) else "(inline)"
+        p = g.value(prop, _ns()["path"])
+        out.append(
+            f"| {nesting}{name} | `{_cell(_path_curie(g, p))}` | {_cell(_shape_words(g, prop))} | "
+            f"{_severity(g, prop)} | {_cell(_message(g, prop))} |"
+        )
+        out += _property_rows(g, prop, order, nesting + "↳ ")
+    return out
+
+
 def _render_file(path: Path) -> list[str]:
     import rdflib
     from rdflib import RDF
@@ -196,13 +224,7 @@ def _render_file(path: Path) -> list[str]:
                 f"| `{_curie(str(shape))}` | (the node) | {_cell(_shape_words(g, shape))} | "
                 f"{_severity(g, shape)} | {_cell(_message(g, shape))} |"
             )
-        for prop in sorted(g.objects(shape, sh["property"]), key=order):
-            name = f"`{_curie(str(prop))}`" if isinstance(prop, rdflib.URIRef) else "(inline)"
-            p = g.value(prop, sh["path"])
-            out.append(
-                f"| {name} | `{_cell(_path_curie(g, p))}` | {_cell(_shape_words(g, prop))} | "
-                f"{_severity(g, prop)} | {_cell(_message(g, prop))} |"
-            )
+        out += _property_rows(g, shape, order, "")
         out.append("")
     return out
 
@@ -229,12 +251,13 @@ def render() -> str:
         "Each check reports a `sh:ValidationResult` whose `sh:sourceConstraintComponent` and",
         "`sh:sourceShape` are its IRI, whose focus node is the node checked and whose path is the",
         "property read. Code is never executed: templates are read with `ast`, callable payloads are",
-        "only base64-decoded, patterns only compiled.",
+        "only base64-decoded, patterns only compiled. The checks on `karenina:` run classes run on",
+        "verification runs only (`RUN_CHECKS`), over the run graph and the graphs it links to.",
         "",
         "| component | target | path | severity | what it checks |",
         "|---|---|---|---|---|",
     ]
-    for check in CHECKS:
+    for check in (*CHECKS, *RUN_CHECKS):
         out.append(
             f"| `{_curie(check.iri)}` | {_cell(check.target)} | `{_curie(check.path)}` | {check.severity} | "
             f"{_cell(check.description)} |"

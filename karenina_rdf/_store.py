@@ -590,13 +590,16 @@ class Store:
 
     # -- verification results (see _results_store) ----------------------------------------
     def import_results(
-        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None
+        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None, validate: bool = False
     ) -> ResultsImport:
         """Import a Karenina results export (2.0-2.2) or results database (SQLite) into a run.
 
         Atomic per run; re-importing rows of a run replaces those with the same identity (run
         name, question, template, answering model, judge, replicate) and keeps the others.
         ``benchmark`` says which stored benchmark a question id means when several have it.
+        ``validate`` checks the loaded run against the shapes before publishing it (a Violation
+        refuses it, warnings are returned); off by default, as it costs about one more import
+        (docs/performance.md § Results); ``validate_store`` checks stored runs any time.
         """
         from ._results_read import is_sqlite
         from ._results_store import import_results
@@ -608,7 +611,7 @@ class Store:
             raise InvalidValueError(  # the runs are imported; the caller asked for one result
                 f"{source} holds {len(found)} runs, all imported; use import_results_db to get each one's report"
             )
-        return import_results(self, source, benchmark=benchmark, run_id=run)
+        return import_results(self, source, benchmark=benchmark, run_id=run, validate=validate)
 
     def import_results_db(
         self, source: str | Path, *, benchmark: str | None = None, run: str | None = None

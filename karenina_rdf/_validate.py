@@ -3,28 +3,58 @@
 A file is mapped with the importer's own rules into an in-memory store and validated there; each
 focus node maps back to the JSON pointer of the object it came from. Karenina's load rules that
 the mapper enforces (spec §11) come back in the same report, under their own component.
+
+A stored verification run is validated with the shapes of runs (:data:`RUN_SHAPE_FILES`) and the
+run checks over its graph together with what it links to: the benchmark graphs it used (its
+questions, templates and traits), the vocabulary graph (the failure taxonomy) and the models
+graph. Its findings point into the run's results export (``/results/{index}/…``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
+import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from ._checkpoint import map_checkpoint, read_file
-from ._errors import CheckpointError, Problem
+from ._errors import CheckpointError, NotFoundError, Problem, StoreError
 from ._graph import solutions, term_value
-from ._ids import owning_question
-from ._shapes import SH, Severity, ValidationResult, store_graph_to_rdflib, validate_graph_pyshacl
+from ._ids import owning_question, unsegment
+from ._shapes import (
+    SH,
+    SHAPES_DIR,
+    Severity,
+    ValidationResult,
+    shapes_graph,
+    store_graph_to_rdflib,
+    validate_graph_pyshacl,
+)
 from ._store import Store
-from ._vocab import SCHEMA
+from ._vocab import KARENINA, MODELS_GRAPH, PREFIXES, SCHEMA, VOCABULARY_GRAPH
+
+if TYPE_CHECKING:
+    from ._shacl import Shape
 
 Engine = Literal["auto", "fast", "pyshacl"]
 LOAD_RULES = "urn:karenina-rdf:checks:KareninaLoadRules"
+# The shape files of verification runs. A run is validated with these alone: its dataset also
+# holds benchmark graphs, which the benchmark shapes would validate again.
+RUN_SHAPE_FILES = (
+    "run.ttl",
+    "result.ttl",
+    "failure.ttl",
+    "field-outcome.ttl",
+    "token-usage.ttl",
+    "trait-score.ttl",
+    "model.ttl",
+)
 
 
 class Finding(BaseModel):
@@ -35,6 +65,7 @@ class Finding(BaseModel):
     severity: Severity
     message: str
     benchmark: str | None = None
+    run: str | None = None  # the run id, for a finding in a verification run
     question_id: str | None = None
     question_text: str | None = None
     pointer: str | None = None
@@ -61,7 +92,7 @@ class Finding(BaseModel):
         )
 
     def line(self, source: str | None = None) -> str:
-        where = [source or self.benchmark or "?"]
+        where = [source or self.benchmark or (f"run {self.run}" if self.run is not None else "?")]
         if self.pointer is not None:
             where.append(f"at {self.pointer or '/'}")
         if self.question_id is not None:
@@ -72,13 +103,15 @@ class Finding(BaseModel):
 
 
 class BenchmarkReport(BaseModel):
-    """Every finding for one file or one stored benchmark. ``conforms``: no Violation."""
+    """Every finding for one file, one stored benchmark or one stored verification run (``run``:
+    its id). ``conforms``: no Violation."""
 
     model_config = ConfigDict(frozen=True)
 
     source: str | None
     benchmark: str | None
     findings: list[Finding]
+    run: str | None = None
 
     @property
     def conforms(self) -> bool:
@@ -209,16 +242,219 @@ def validate(
     return BenchmarkReport(source=label, benchmark=mapped.name, findings=findings)
 
 
+def validate_results_files(
+    paths: Sequence[str | Path],
+    checkpoints: Sequence[str | Path] = (),
+    *,
+    engine: Engine = "auto",
+    base_iri: str | None = None,
+) -> list[BenchmarkReport]:
+    """Validate results exports without storing them: each is imported into an in-memory store
+    that also holds ``checkpoints`` (the benchmarks its rows link to, imported unvalidated: they
+    have reports of their own), as a run of its own named by the file, and validated as a run."""
+    store = Store.memory(base_iri=base_iri)
+    try:
+        for c in checkpoints:
+            # A checkpoint that does not load is reported by its own validation; the results then
+            # link to no question of it.
+            with contextlib.suppress(CheckpointError):
+                store.import_checkpoint(c, validate=False)
+        reports = []
+        for path in paths:
+            label = str(path)
+            with open(path, "rb") as fh:
+                database = fh.read(16) == b"SQLite format 3\x00"
+            if database:
+                problem = Problem("a results database: import it and validate the store (validate --stored)", label)
+                reports.append(BenchmarkReport(source=label, benchmark=None, findings=[_load_finding(problem)]))
+                continue
+            try:
+                imported = store.import_results(path, run=label)
+            except CheckpointError as exc:
+                findings = [_load_finding(p) for p in exc.problems]
+                reports.append(BenchmarkReport(source=label, benchmark=None, findings=findings))
+                continue
+            report = validate_run(store, imported.iri, engine=engine)
+            reports.append(report.model_copy(update={"source": label}))
+        return reports
+    finally:
+        store.close()
+
+
 def validate_store(store: Store, ref: str | None = None, *, engine: Engine = "auto") -> list[BenchmarkReport]:
-    """Validate stored benchmarks (one report each): all of them, or the one ``ref`` names."""
-    benches = [store.resolve(ref)] if ref is not None else [b.iri for b in store.benchmarks()]
+    """Validate what is stored, one report each: every benchmark, then every verification run;
+    or the one benchmark or run that ``ref`` (an id, IRI or benchmark name) names."""
+    from ._results_store import resolve_run
+
+    if ref is None:
+        benches = [b.iri for b in store.benchmarks()]
+        runs = sorted(store._runs())
+    else:
+        try:
+            benches, runs = [store.resolve(ref)], []
+        except NotFoundError as no_benchmark:
+            try:
+                benches, runs = [], [resolve_run(store, ref)[0]]
+            except NotFoundError as no_run:
+                raise NotFoundError(f"{no_benchmark}; {no_run}") from None
     reports = []
     for bench in benches:
         summary = store.summary(bench)
         graph = store.graph_of(bench)[1]
         findings = _findings(store, graph, bench, summary.name, engine, None)
         reports.append(BenchmarkReport(source=summary.source, benchmark=summary.name, findings=findings))
+    reports.extend(validate_run(store, run, engine=engine) for run in runs)
     return reports
+
+
+def validate_run(store: Store, ref: str, *, engine: Engine = "auto") -> BenchmarkReport:
+    """Validate one stored verification run (by id or IRI): the shapes of runs and the run checks."""
+    from ._results_store import resolve_run
+
+    run, graph = resolve_run(store, ref)
+    findings = findings_in_run(store, run, graph, engine=engine)
+    return BenchmarkReport(
+        source=store._catalog_value(run, KARENINA + "importedFrom"),
+        benchmark=None,
+        run=_run_id(store, run, graph),
+        findings=findings,
+    )
+
+
+def findings_in_run(store: Store, run: str, graph: ox.NamedNode, *, engine: Engine = "auto") -> list[Finding]:
+    """Every finding for one verification run graph, published or not (the importer can call it
+    on the generation it has just loaded, before publishing it).
+
+    The graph is validated together with the live graphs of the benchmarks its run node lists in
+    ``prov:used``, the vocabulary graph and the models graph, so that links into them (questions,
+    templates, traits, failure concepts, models) are checked; model nodes are validated there.
+
+    The importer writes the failure taxonomy and the run's model nodes when it publishes a run.
+    Validating before that needs both inserted first (idempotent inserts; the models are the
+    mapper's ``model_lines``); without the taxonomy this raises :class:`StoreError` rather than
+    report every failure category as unknown, without the models each result reports its models."""
+    dataset = run_dataset(store, run, graph)
+    from ._checks import run_result_checks
+
+    results = _run_shacl_results(store, dataset, engine) + run_result_checks(store.oxigraph, dataset)
+    return _locate_in_run(store, run, graph, results)
+
+
+_HAS_TAXONOMY = f"ASK {{ GRAPH {VOCABULARY_GRAPH} {{ <{KARENINA}failure> a <{PREFIXES['skos']}ConceptScheme> }} }}"
+
+
+def run_dataset(store: Store, run: str, graph: ox.NamedNode) -> list[ox.NamedNode]:
+    """The graphs a run is read with: its own graph first, the live graphs of the benchmarks it
+    used (``prov:used``; a benchmark deleted since is left out, and its links then warn), the
+    vocabulary graph (failure concepts) and the models graph (the models of every run)."""
+    if not store.oxigraph.query(_HAS_TAXONOMY):
+        raise StoreError(
+            f"the failure taxonomy is not in the store (graph {VOCABULARY_GRAPH.value}): "
+            "insert it before validating a run"
+        )
+    live = store._live()
+    used = store.oxigraph.quads_for_pattern(ox.NamedNode(run), ox.NamedNode(PREFIXES["prov"] + "used"), None, graph)
+    names = {term_value(q.object) for q in used}
+    benches = sorted((live[b] for b in names if b in live), key=lambda g: g.value)
+    return [graph, *benches, VOCABULARY_GRAPH, MODELS_GRAPH]
+
+
+@functools.lru_cache(maxsize=1)
+def _run_roots() -> list[Shape]:
+    """The run shapes, parsed once (from pyoxigraph, as the engine reads its default shapes)."""
+    from ._shacl import parse_shapes
+
+    shapes = ox.Store()
+    for name in RUN_SHAPE_FILES:
+        path = SHAPES_DIR / name
+        shapes.load(path=str(path), format=ox.RdfFormat.TURTLE, base_iri=f"urn:karenina-rdf:shapes:file:{name}")
+    return parse_shapes(shapes)
+
+
+def _run_shacl_results(store: Store, dataset: list[ox.NamedNode], engine: Engine) -> list[ValidationResult]:
+    if engine != "pyshacl":
+        try:
+            from ._shacl import _validate
+        except ImportError:
+            if engine == "fast":
+                raise
+        else:
+            # The engine queries with ``default_graph=`` whatever it is given, and pyoxigraph
+            # (and RemoteStore) read a list of graphs as their union: the run and what it links
+            # to are one dataset, validated once. _validate's annotation names one graph only.
+            union = cast(ox.NamedNode, dataset)
+            found = _validate(store.oxigraph, union, _run_roots(), os.cpu_count() or 1)
+            return sorted(found, key=lambda r: (r.focus_node, r.path or "", r.message, r.value or ""))
+    import rdflib
+
+    data = rdflib.Graph()
+    for g in dataset:
+        data += store_graph_to_rdflib(store, g)
+    return list(validate_graph_pyshacl(data, shapes_graph(RUN_SHAPE_FILES)).results)
+
+
+def _run_id(store: Store, run: str, graph: ox.NamedNode) -> str:
+    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(run), ox.NamedNode(SCHEMA + "identifier"), None, graph):
+        return term_value(q.object)
+    return unsegment(run.rsplit("/", 1)[-1])
+
+
+# A node under a result, by the first segment after the result's IRI → where it is in the row.
+_PART_POINTERS = {
+    "failure": "/metadata/failure",
+    "usage": "/template/usage_metadata",
+    "fields": "/template/field_results",
+    "rubric": "/rubric",
+    "deep-judgment": "/deep_judgment",
+    "deep-judgment-rubric": "/deep_judgment_rubric",
+}
+
+
+def _pointer_segment(text: str) -> str:
+    return text.replace("~", "~0").replace("/", "~1")
+
+
+def _locate_in_run(store: Store, run: str, graph: ox.NamedNode, results: list[ValidationResult]) -> list[Finding]:
+    """Findings located in the run's export: the result a focus node belongs to (its index in
+    export order, its question) and the JSON pointer of the part it came from."""
+    from ._results_store import ordered_results
+
+    prefix = run + "/results/"
+    owners = {r.focus_node: prefix + r.focus_node[len(prefix) :].split("/", 1)[0] for r in results}
+    owners = {focus: owner for focus, owner in owners.items() if focus.startswith(prefix)}
+    index: dict[str, int] = {}
+    questions: dict[str, tuple[str | None, str | None]] = {}
+    if owners:
+        index = {iri: i for i, iri in enumerate(ordered_results(store.oxigraph, graph))}
+        values = " ".join(f"<{r}>" for r in sorted(set(owners.values())))
+        rows = store.oxigraph.query(
+            f"SELECT ?r ?id ?text WHERE {{ VALUES ?r {{ {values} }} ?r <{KARENINA}questionId> ?id "
+            f"OPTIONAL {{ ?r <{KARENINA}questionText> ?text }} }}",
+            default_graph=graph,
+        )
+        for row in solutions(rows):
+            text = row["text"]
+            questions[term_value(row["r"])] = (term_value(row["id"]), term_value(text) if text is not None else None)
+    run_id = _run_id(store, run, graph)
+    located: list[tuple[int, Finding]] = []
+    for r in results:
+        owner = owners.get(r.focus_node)
+        pointer, position = None, -1
+        if owner is not None and owner in index:
+            position = index[owner]
+            pointer = f"/results/{position}"
+            rest = r.focus_node[len(owner) + 1 :].split("/")
+            if rest[0] in _PART_POINTERS:
+                pointer += _PART_POINTERS[rest[0]]
+                if rest[0] in ("usage", "fields") and len(rest) > 1:
+                    pointer += "/" + _pointer_segment(unsegment(rest[1]))
+        qid, text = questions.get(owner or "", (None, None))
+        located.append((position, Finding.of(r, run=run_id, question_id=qid, question_text=text, pointer=pointer)))
+    order = {"Violation": 0, "Warning": 1, "Info": 2}
+    located.sort(
+        key=lambda pf: (order[pf[1].severity], pf[0], pf[1].pointer or "", pf[1].focus_node or "", pf[1].message)
+    )
+    return [f for _, f in located]
 
 
 def findings_in_graph(
@@ -320,6 +556,7 @@ def report_json(reports: Sequence[BenchmarkReport]) -> str:
                 {
                     "source": r.source,
                     "benchmark": r.benchmark,
+                    "run": r.run,
                     "conforms": r.conforms,
                     "findings": [f.model_dump() for f in r.findings],
                 }

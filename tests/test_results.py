@@ -607,7 +607,8 @@ def test_csv_has_one_column_per_global_trait(examples: Store) -> None:
     n = examples.export_results("pharmacology-2026-05", buf, format="csv")
     table = list(csv.DictReader(io.StringIO(buf.getvalue())))
     assert n == len(table) == len(doc["results"])
-    global_names = sorted(t["name"] for t in doc["shared_data"]["rubric_definition"]["llm_traits"])
+    definition = doc["shared_data"]["rubric_definition"]
+    global_names = sorted(t["name"] for traits in definition.values() for t in traits)
     cols = list(table[0])
     trait_cols = cols[cols.index("keywords") + 1 : cols.index("answering_model")]
     trait_cols = [c for c in trait_cols if c != "question_specific_rubrics"]
@@ -655,3 +656,24 @@ def test_results_commands(tmp_path: Path) -> None:
     assert r.exit_code == 0
     r = runner.invoke(app, ["results", "runs", "--store", store])
     assert b not in r.stdout and a in r.stdout
+
+
+def test_validating_import_refuses_a_violation_and_keeps_the_store(tmp_path: Path) -> None:
+    head, rows = synthetic(6, seed=5)
+    store = Store.memory()
+    store.import_paths([EXAMPLES / "molecular-biology.jsonld"])
+    ok = store.import_results(write(tmp_path / "ok.json", head, rows), validate=True)
+    assert ok.warnings == () and ok.rows == 6
+    before = exported(store, "run-x")
+    odd = copy.deepcopy(rows)
+    odd[2]["template"]["usage_metadata"] = {"parsing": {"input_tokens": -5}}  # loadable, but never so
+    warned = store.import_results(write(tmp_path / "odd.json", head, odd), validate=True)
+    assert len(warned.warnings) == 1 and "/results/2/template/usage_metadata/parsing" in warned.warnings[0]
+    before = exported(store, "run-x")
+    bad = copy.deepcopy(rows)
+    bad[3]["template"]["verify_result"] = "yes"  # Karenina's model refuses it
+    with pytest.raises(CheckpointError) as caught:
+        store.import_results(write(tmp_path / "bad.json", head, bad), validate=True)
+    (problem,) = caught.value.problems
+    assert problem.pointer == "/results/3" and "verify_result must be one boolean" in problem.message
+    assert exported(store, "run-x") == before and not store.hidden_graphs()

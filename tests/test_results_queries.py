@@ -175,7 +175,7 @@ def crafted_export() -> JSON:
             GPT4O,
             GPT41,
             True,
-            llm={"names_target": 2},
+            llm={"names_target": True},  # a boolean trait, as the examples score it
             metric={"mechanism_recall": {"precision": 0.5, "recall": 1.0, "f1": None}},  # a null metric
         ),
         _row(LAMIN, MISTRAL, GPT41, None, failure=_failure("timeout", "retry"), performed=False),  # no verdict at all

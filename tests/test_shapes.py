@@ -28,7 +28,14 @@ from .conftest import EXAMPLES, ROOT, corpus_params
 
 FIXTURES = ROOT / "tests" / "fixtures" / "shapes"
 SHAPE_NAMES = [p.stem for p in shape_files()]
-PREFIXES = {"http://example.org/": ":", "https://schema.org/": "schema:", "urn:karenina:vocab:": "karenina:"}
+PREFIXES = {
+    "http://example.org/": ":",
+    "https://schema.org/": "schema:",
+    "urn:karenina:vocab:": "karenina:",
+    "http://www.w3.org/ns/earl#": "earl:",
+    "http://www.w3.org/ns/prov#": "prov:",
+    "http://www.w3.org/2000/01/rdf-schema#": "rdfs:",
+}
 
 # (focus node, path, message) of every result, with the prefixes above; "_:" is a blank node.
 EXPECTED: dict[str, set[tuple[str, str | None, str]]] = {
@@ -396,6 +403,407 @@ EXPECTED: dict[str, set[tuple[str, str | None, str]]] = {
             "^schema:contentRating",
             "A rubric trait belongs to exactly one benchmark or question (DataFeed.rating or Question.rating)",
         ),
+    },
+    "failure": {
+        (
+            ":f1",
+            "karenina:failureCategory",
+            "A failure needs exactly one category, one of Karenina's 14 failure categories (a skos:Concept of karenina:failure with a broader group) (metadata.failure.category)",
+        ),
+        (":f1", "karenina:failureDetails", "A failure's details are one rdf:JSON value (metadata.failure.details)"),
+        (":f1", "schema:description", "A failure needs its reason: one string (metadata.failure.reason)"),
+        (
+            ":f2",
+            "karenina:failureCategory",
+            "A failure needs exactly one category, one of Karenina's 14 failure categories (a skos:Concept of karenina:failure with a broader group) (metadata.failure.category)",
+        ),
+        (
+            ":f2",
+            "karenina:failureGroup",
+            "A failure has at most one group, one of content, autofail, retry, abstained, system (a top concept of karenina:failure) (metadata.failure.group)",
+        ),
+        (
+            ":f2",
+            "karenina:failureStage",
+            "A failure needs the stage it happened in: one string such as verify_template (metadata.failure.stage)",
+        ),
+        (
+            ":f2",
+            "schema:description",
+            "A failure reason is longer than the 500 characters Karenina keeps (metadata.failure.reason)",
+        ),
+        (":f4", "^karenina:failure", "A failure belongs to exactly one result (metadata.failure)"),
+    },
+    "field-outcome": {
+        (
+            ":f1",
+            None,
+            "A field outcome must be a node with an IRI holding a field result, a field score, or both (template.field_results, template.field_scores)",
+        ),
+        (
+            ":f1",
+            "schema:name",
+            "A field outcome needs the name of its template field: one string (a key of template.field_results)",
+        ),
+        (":f2", "karenina:fieldResult", "A field result is one boolean, or null (template.field_results[field])"),
+        (":f3", "karenina:fieldScore", "A field score is one number (template.field_scores[field])"),
+        (
+            ":f3",
+            "schema:name",
+            "A field outcome needs the name of its template field: one string (a key of template.field_results)",
+        ),
+        (":f4", "^karenina:fieldOutcome", "A field outcome belongs to exactly one result (template.field_results)"),
+    },
+    "model": {
+        (
+            ":m1",
+            None,
+            "A model must be a node with an IRI, also a prov:SoftwareAgent (metadata.answering / metadata.parsing)",
+        ),
+        (
+            ":m1",
+            "karenina:interface",
+            "A model needs its interface: one string such as langchain (ModelIdentity.interface)",
+        ),
+        (
+            ":m2",
+            "karenina:canonicalKey",
+            "A model needs Karenina's canonical key, interface:model_name[:config_id]:tools, one string; results are identified by it (ModelIdentity.canonical_key)",
+        ),
+        (":m2", "karenina:configId", "A model's config id must be one string (ModelIdentity.config_id)"),
+        (
+            ":m2",
+            "karenina:tools",
+            "A model's tools are one rdf:JSON list of tool names, written only when not empty (ModelIdentity.tools)",
+        ),
+        (
+            ":m2",
+            "rdfs:label",
+            "A model needs its display name, one string such as 'langchain:gpt-4o' (ModelIdentity.display_string)",
+        ),
+        (":m2", "schema:name", "A model needs its name: one string such as gpt-4o (ModelIdentity.model_name)"),
+    },
+    "result": {
+        (
+            ":dj",
+            "^(karenina:deepJudgment|karenina:deepJudgmentRubric)",
+            "A deep judgment part belongs to exactly one result (deep_judgment, deep_judgment_rubric)",
+        ),
+        (
+            ":dj",
+            "karenina:deepJudgmentPerformed",
+            "deep_judgment_performed must be one boolean (deep_judgment.deep_judgment_performed)",
+        ),
+        (
+            ":o4",
+            "earl:outcome",
+            "An outcome is exactly one of earl:passed, earl:failed, earl:cantTell, earl:inapplicable, earl:untested (earl:outcome)",
+        ),
+        (":o6", "^earl:result", "An outcome belongs to exactly one result (earl:result)"),
+        (":r1", None, "A result must be a node with an IRI, also an earl:Assertion (results[])"),
+        (
+            ":r1",
+            None,
+            "A result names its answering model and its judge exactly once each: a Model node, or the identity kept verbatim (metadata.answering, metadata.parsing)",
+        ),
+        (":r1", "earl:result", "A result needs exactly one outcome, an earl:TestResult (earl:result)"),
+        (":r1", "earl:subject", "A result has at most one answering model, a Model node (metadata.answering)"),
+        (
+            ":r1",
+            "earl:test",
+            "A result tests at most one stored question, by IRI (earl:test, from metadata.question_id)",
+        ),
+        (
+            ":r1",
+            "karenina:executionTime",
+            "execution_time must be one number of seconds >= 0 (metadata.execution_time)",
+        ),
+        (
+            ":r1",
+            "karenina:position",
+            "A result needs its position in the run's results: one integer >= 0 (karenina:position, the export order)",
+        ),
+        (":r1", "karenina:questionId", "A result needs its question id: one string (metadata.question_id)"),
+        (
+            ":r1",
+            "karenina:replicate",
+            "replicate must be one integer >= 1, or absent for a run of one replicate (metadata.replicate)",
+        ),
+        (":r1", "karenina:templateId", "A result needs its template id: one string (metadata.template_id)"),
+        (
+            ":r1",
+            "karenina:verifyResult",
+            "verify_result must be one boolean, or absent when there is no verdict (template.verify_result)",
+        ),
+        (":r1", "prov:wasGeneratedBy", "A result was generated by exactly one verification run (prov:wasGeneratedBy)"),
+        (
+            ":r2",
+            None,
+            "A result names its answering model and its judge exactly once each: a Model node, or the identity kept verbatim (metadata.answering, metadata.parsing)",
+        ),
+        (
+            ":r2",
+            "earl:test",
+            "The question this result tests is not a stored Question: its benchmark was deleted or no longer has it (metadata.question_id)",
+        ),
+        (
+            ":r2",
+            "karenina:answeringIdentity",
+            "The answering model is not a ModelIdentity as Karenina writes it (interface, model_name, tools, config_id): kept verbatim as JSON and linked to no model (metadata.answering)",
+        ),
+        (
+            ":r2",
+            "karenina:evaluationMode",
+            "Unknown evaluation mode: Karenina's are template_only, template_and_rubric and rubric_only (metadata.evaluation_mode)",
+        ),
+        (
+            ":r2",
+            "karenina:failure",
+            "The failure is not a Failure as Karenina writes it (category, stage, reason, details, group): kept verbatim as JSON (metadata.failure)",
+        ),
+        (":r2", "karenina:fewShotEnabled", "few_shot_enabled must be one boolean (metadata.few_shot_enabled)"),
+        (
+            ":r2",
+            "karenina:parsingIdentity",
+            "The judge (parsing model) is null: Karenina's result needs one (metadata.parsing)",
+        ),
+        (
+            ":r2",
+            "karenina:parsingIdentity",
+            "The judge is not a ModelIdentity as Karenina writes it (interface, model_name, tools, config_id): kept verbatim as JSON and linked to no model (metadata.parsing)",
+        ),
+        (
+            ":r2",
+            "karenina:resultId",
+            "The result id is not Karenina's: 16 lowercase hex characters (metadata.result_id)",
+        ),
+        (
+            ":r2",
+            "karenina:template",
+            "The answer template of this result is not a stored template: its benchmark was deleted or no longer has it (metadata.template_id)",
+        ),
+        (
+            ":r2",
+            "karenina:templateId",
+            "The template id is not Karenina's: 32 lowercase hex characters (MD5 of the template), or no_template (metadata.template_id)",
+        ),
+        (
+            ":r3",
+            None,
+            "The stored question's answer template is not the one this result was verified with (metadata.template_id): the result is linked to no template",
+        ),
+        (
+            ":r3",
+            "karenina:rubricVerbatim",
+            "The rubric part is not a JSON object, kept verbatim: Karenina cannot read this result (rubric)",
+        ),
+        (
+            ":r3",
+            "karenina:templatePart",
+            "karenina:templatePart is written only as false, for a result whose template part is null (template)",
+        ),
+        (
+            ":r5",
+            None,
+            "verify_result is false but no failure is recorded: Karenina's classifier records a content failure (metadata.failure)",
+        ),
+        (":r6", "earl:subject", "A result has at most one answering model, a Model node (metadata.answering)"),
+        (
+            ":r6",
+            "earl:test",
+            "No stored question has this question id: the result is kept but linked to no benchmark (metadata.question_id)",
+        ),
+        (":r6", "karenina:caveats", "caveats must be one rdf:JSON value, a list (metadata.caveats)"),
+        (":r6", "karenina:failure", "A result has at most one failure, a Failure node (metadata.failure)"),
+        (":rub", "^karenina:rubric", "A rubric part belongs to exactly one result (rubric)"),
+        (
+            ":rub",
+            "karenina:rubricEvaluationPerformed",
+            "rubric_evaluation_performed must be one boolean (rubric.rubric_evaluation_performed)",
+        ),
+    },
+    "run": {
+        (":i1", "^karenina:import", "An import record belongs to exactly one run (karenina:import)"),
+        (
+            ":i1",
+            "karenina:formatVersion",
+            "The format version of an imported file is one of 2.0, 2.1 or 2.2 (format_version)",
+        ),
+        (
+            ":i1",
+            "karenina:importedAt",
+            "An import record needs the time of the import: one ISO string in UTC (karenina:importedAt)",
+        ),
+        (
+            ":i1",
+            "karenina:resultCount",
+            "An import record needs the number of results it read: one integer >= 0 (karenina:resultCount)",
+        ),
+        (
+            ":i1",
+            "karenina:sourceSha256",
+            "An import record needs the SHA-256 of the imported file: 64 lowercase hex characters (karenina:sourceSha256)",
+        ),
+        (":i1", "schema:name", "An import record needs the file it imported: one string (schema:name)"),
+        (
+            ":run1",
+            None,
+            "A verification run must be a node with an IRI, also a prov:Activity (karenina:VerificationRun)",
+        ),
+        (
+            ":run1",
+            "karenina:exportTimestamp",
+            "The export timestamp should be one string such as '2026-05-02 10:00:00 UTC' (metadata.export_timestamp)",
+        ),
+        (
+            ":run1",
+            "karenina:formatVersion",
+            "The export format version must be one of the versions Karenina reads: 2.0, 2.1 or 2.2 (format_version)",
+        ),
+        (
+            ":run1",
+            "karenina:import",
+            "A run records each import of results into it, at least one, as a ResultsImport node (karenina:import)",
+        ),
+        (":run1", "karenina:isComplete", "is_complete should be one boolean (metadata.job_summary.is_complete)"),
+        (
+            ":run1",
+            "karenina:runMetadataVerbatim",
+            "The export's metadata is not a JSON object: kept verbatim (metadata)",
+        ),
+        (
+            ":run1",
+            "karenina:startTime",
+            "start_time should be one number, seconds since the epoch (metadata.job_summary.start_time)",
+        ),
+        (
+            ":run1",
+            "karenina:totalQuestions",
+            "total_questions should be one integer >= 0 (metadata.job_summary.total_questions)",
+        ),
+        (
+            ":run1",
+            "karenina:verificationConfig",
+            "The verification config should be one JSON object (metadata.verification_config)",
+        ),
+        (
+            ":run1",
+            "prov:startedAtTime",
+            "prov:startedAtTime is one xsd:dateTime in UTC, derived from metadata.job_summary.start_time",
+        ),
+        (
+            ":run1",
+            "prov:used",
+            "A benchmark this run used is no longer stored: its results are linked to questions that are gone (prov:used)",
+        ),
+        (":run1", "prov:used", "Each benchmark a run used is named by its IRI (prov:used)"),
+        (":run1", "schema:identifier", "A run needs its run id: one non-empty string (--run, else metadata.job_id)"),
+        (":run2", None, "The run ends before it starts (metadata.job_summary.start_time, end_time)"),
+    },
+    "token-usage": {
+        (
+            ":u1",
+            "karenina:inputTokens",
+            "input_tokens should be one integer >= 0 (template.usage_metadata[stage].input_tokens)",
+        ),
+        (
+            ":u1",
+            "karenina:model",
+            "The model of a stage's usage should be one string (template.usage_metadata[stage].model)",
+        ),
+        (
+            ":u1",
+            "karenina:outputTokens",
+            "output_tokens should be one integer >= 0 (template.usage_metadata[stage].output_tokens)",
+        ),
+        (
+            ":u1",
+            "karenina:position",
+            "A token usage needs its position in template.usage_metadata: one integer >= 0 (karenina:position)",
+        ),
+        (
+            ":u1",
+            "karenina:stage",
+            "A token usage needs its stage: one string such as answer_generation or total (template.usage_metadata key)",
+        ),
+        (":u2", "^karenina:tokenUsage", "A token usage belongs to exactly one result (template.usage_metadata)"),
+        (
+            ":u2",
+            "karenina:inputTokenDetails",
+            "input_token_details is one rdf:JSON value (template.usage_metadata[stage].input_token_details)",
+        ),
+        (
+            ":u2",
+            "karenina:totalTokens",
+            "total_tokens should be one integer >= 0 (template.usage_metadata[stage].total_tokens)",
+        ),
+        (":u3", "^karenina:tokenUsage", "A token usage belongs to exactly one result (template.usage_metadata)"),
+    },
+    "trait-score": {
+        (
+            ":m1",
+            "schema:name",
+            "A metric value is named by one of precision, recall, f1, specificity, accuracy (rubric.metric_trait_scores[trait] key)",
+        ),
+        (":m1", "schema:value", "A metric value is one number from 0 to 1 (rubric.metric_trait_scores[trait][metric])"),
+        (
+            ":m2",
+            "karenina:position",
+            "A metric value needs its position in its trait's metric dict: one integer >= 0 (karenina:position)",
+        ),
+        (
+            ":s1",
+            "karenina:position",
+            "A trait score's position in its score dict must be one integer >= 0 (karenina:position)",
+        ),
+        (
+            ":s1",
+            "karenina:scoreKind",
+            "A trait score has at most one kind, the score dict it came from: llm, regex, callable, metric or agentic (rubric.*_trait_scores)",
+        ),
+        (
+            ":s1",
+            "karenina:traitName",
+            "A trait score needs the name of its trait: one string (a key of rubric.*_trait_scores)",
+        ),
+        (
+            ":s1",
+            "schema:value",
+            "A trait score has at most one value: a boolean, a number, or a template-kind field value (rubric.*_trait_scores[trait])",
+        ),
+        (":s2", "karenina:scoresTrait", "A trait score scores at most one stored trait, by IRI (karenina:scoresTrait)"),
+        (
+            ":s2",
+            "karenina:scoresTrait",
+            "The trait this score is for is not a stored rubric trait (Rating): its benchmark was deleted or no longer has it (karenina:scoresTrait)",
+        ),
+        (
+            ":s3",
+            "karenina:tp",
+            "The true positives are one rdf:JSON list of excerpts (rubric.metric_trait_confusion_lists[trait].tp)",
+        ),
+        (
+            ":s3",
+            "karenina:tpCount",
+            "The number of true positives must be one integer >= 0 (len of rubric.metric_trait_confusion_lists[trait].tp)",
+        ),
+        (":s4", "karenina:scoresTrait", "A trait score scores at most one stored trait, by IRI (karenina:scoresTrait)"),
+        (
+            ":s5",
+            "karenina:scoresTrait",
+            "The trait this score is for is not a stored rubric trait (Rating): its benchmark was deleted or no longer has it (karenina:scoresTrait)",
+        ),
+        (
+            ":s6",
+            "karenina:label",
+            "A literal trait's label must be one string, the class name the judge chose (rubric.llm_trait_labels[trait])",
+        ),
+        (
+            ":s6",
+            "karenina:provenance",
+            "Unknown trait provenance: Karenina writes global or question_specific (dynamic in its tables) (rubric.trait_provenance[trait])",
+        ),
+        (":s7", "^karenina:traitScore", "A trait score belongs to exactly one rubric evaluation (the result's rubric)"),
     },
 }
 
