@@ -21,6 +21,8 @@ from ._graph import Index, node_index
 from ._ids import unsegment
 from ._results_model import (
     CONFUSION_BUCKETS,
+    DEEP_JUDGMENT,
+    DEEP_JUDGMENT_RUBRIC,
     EARL,
     FAILURE,
     FAILURE_FIELDS,
@@ -274,27 +276,8 @@ _CSV_TAIL = (
     "embedding_override_applied",
     "embedding_model_used",
     "answering_mcp_servers",
-    "deep_judgment_mode",
-    "deep_judgment_performed",
-    "extracted_excerpts",
-    "attribute_reasoning",
-    "deep_judgment_stages_completed",
-    "deep_judgment_model_calls",
-    "deep_judgment_excerpt_retry_count",
-    "attributes_without_excerpts",
-    "deep_judgment_search_enabled",
-    "hallucination_risk_assessment",
-    "deep_judgment_rubric_performed",
-    "extracted_rubric_excerpts",
-    "rubric_trait_reasoning",
-    "deep_judgment_rubric_scores",
-    "standard_rubric_scores",
-    "trait_metadata",
-    "traits_without_valid_excerpts",
-    "rubric_hallucination_risk_assessment",
-    "total_deep_judgment_model_calls",
-    "total_traits_evaluated",
-    "total_excerpt_retries",
+    *(f.name for f in DEEP_JUDGMENT),
+    *(f.name for f in DEEP_JUDGMENT_RUBRIC),
     "metric_trait_confusion_lists",
     "metric_trait_metrics",
     "usage_metadata",
@@ -368,12 +351,10 @@ def csv_row(
         out[key] = _cell(tpl.get(key))
     for key in ("answering_mcp_servers", "usage_metadata", "agent_metrics"):
         out[key] = _js(tpl.get(key))
-    for key in _CSV_TAIL[16:26]:
-        value = dj.get(key)
-        out[key] = _js(value) if isinstance(value, (dict, list)) else _cell(value)
-    for key in _CSV_TAIL[26:37]:
-        value = djr.get(key)
-        out[key] = _js(value) if isinstance(value, (dict, list)) else _cell(value)
+    for part, fields in ((dj, DEEP_JUDGMENT), (djr, DEEP_JUDGMENT_RUBRIC)):
+        for f in fields:
+            value = part.get(f.name)
+            out[f.name] = _js(value) if isinstance(value, (dict, list)) else _cell(value)
     merged: dict[str, Any] = {}
     for kind in ("llm", "regex", "callable", "metric"):
         merged.update(rub.get(SCORE_DICTS[kind]) or {})

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 import json.scanner
 import re
@@ -42,7 +41,7 @@ from ._results_model import (
     TEMPLATE,
     Field,
 )
-from ._results_store import ResultsImport, _Import
+from ._results_store import ResultsImport, _Import, file_sha256
 
 if TYPE_CHECKING:
     from ._store import Store
@@ -601,17 +600,6 @@ def _benchmark_hint(store: Store, name: str | None) -> str | None:
         return None
 
 
-def _sha256(path: Path, label: str) -> str:
-    sha = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                sha.update(block)
-    except OSError as exc:
-        raise _problem(label, f"cannot read the file: {exc.strerror or exc}") from None
-    return sha.hexdigest()
-
-
 def import_results_db(
     store: Store,
     path: str | Path,
@@ -639,7 +627,7 @@ def import_results_db(
             raise _problem(label, f"cannot read the SQLite database: {exc}") from None
         if not runs:
             raise _problem(label, "the database holds no verification runs (table 'verification_runs' is empty)")
-        file_hash = _sha256(source, label)
+        file_hash = file_sha256(source, label)
         builder = RowBuilder(db.tables["verification_results"])
         out: list[ResultsImport] = []
         for run in runs:

@@ -310,6 +310,18 @@ def resolve_run(store: Store, ref: str) -> tuple[str, ox.NamedNode]:
     raise NotFoundError(f"no verification run {ref!r} (stored: {known})")
 
 
+def file_sha256(path: Path, label: str) -> str:
+    """The SHA-256 of a results file (it names the import record), read in blocks."""
+    sha = hashlib.sha256()
+    try:
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                sha.update(block)
+    except OSError as exc:
+        raise CheckpointError([Problem(f"cannot read the file: {exc.strerror or exc}", label)]) from None
+    return sha.hexdigest()
+
+
 def _default_run_id(header: dict[str, Any], file_hash: str | None) -> str:
     meta = header.get("metadata")
     job = meta.get("job_id") if isinstance(meta, dict) else None
@@ -356,14 +368,7 @@ def import_results(
     """
     path = Path(source)
     label = label or str(source)
-    sha = hashlib.sha256()
-    try:
-        with open(path, "rb") as fh:
-            for block in iter(lambda: fh.read(1 << 20), b""):
-                sha.update(block)
-    except OSError as exc:
-        raise CheckpointError([Problem(f"cannot read the file: {exc.strerror or exc}", label)]) from None
-    file_hash = sha.hexdigest()
+    file_hash = file_sha256(path, label)
     reader = ExportReader(path, label)
     try:
         rows = reader.rows()
