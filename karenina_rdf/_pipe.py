@@ -12,10 +12,12 @@ uses chunk files.
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import threading
+import time
 from pathlib import Path
-from typing import IO
+from typing import IO, NoReturn
 
 import pyoxigraph as ox
 
@@ -37,36 +39,56 @@ class PipeLoader:
         self._error: BaseException | None = None
 
     def write(self, text: str) -> int:
+        """Raises ``UnicodeEncodeError`` for text that is not UTF-8 (a lone surrogate) before
+        anything of it is loaded, and the loader's own error if it stopped reading."""
         if self._fh is not None:
-            return self._fh.write(text)
+            try:
+                return self._fh.write(text)
+            except BrokenPipeError:
+                self._failed()
+        text.encode("utf-8")  # what the pipe would refuse, refused here, row by row
         self._buffer.append(text)
         self._lines += text.count("\n")
         if self._lines >= self.small:
             self._open()
         return len(text)
 
+    def _failed(self) -> NoReturn:
+        """The loader stopped reading: wait for it and raise its error."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+        self._fh = None  # its buffered rest can never be written; the caller drops the graph
+        raise self._error or BrokenPipeError("the loader stopped reading")
+
     def _open(self) -> None:
         os.mkfifo(self.fifo)
         self._thread = threading.Thread(target=self._load, name="karenina-rdf-pipe-loader", daemon=True)
         self._thread.start()
-        # Blocks until the loader opens the pipe for reading (or, if it failed first, drains it).
-        self._fh = open(self.fifo, "w", encoding="utf-8")  # noqa: SIM115 - closed by finish/abort
-        self._fh.write("".join(self._buffer))
+        # Open without blocking, retrying until the loader has opened its end: a plain open()
+        # would wait forever if the loader failed before opening the pipe.
+        while True:
+            try:
+                fd = os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK)
+                break
+            except OSError as exc:
+                if exc.errno != errno.ENXIO:
+                    raise
+                if not self._thread.is_alive():
+                    self._failed()
+                time.sleep(0.001)
+        os.set_blocking(fd, True)
+        self._fh = open(fd, "w", encoding="utf-8")  # noqa: SIM115 - closed by finish/abort
+        pending = "".join(self._buffer)
         self._buffer.clear()
+        self.write(pending)
 
     def _load(self) -> None:
         try:
             # Our own N-Triples (escaped literals, minted IRIs): lenient skips re-validation.
             self.store.bulk_load(path=str(self.fifo), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph, lenient=True)
-        except BaseException as exc:  # handed to the writing thread by finish()
+        except BaseException as exc:  # handed to the writing thread by write() or finish()
             self._error = exc
-            # If the load failed before opening the pipe, the writer is still waiting in open():
-            # open and close the read end so it gets on (and then a broken pipe on its writes).
-            try:
-                fd = os.open(self.fifo, os.O_RDONLY | os.O_NONBLOCK)
-                os.close(fd)
-            except OSError:
-                pass
 
     def finish(self) -> None:
         """Load what was written; raises what the loader raised."""
@@ -75,7 +97,7 @@ class PipeLoader:
                 self.store.load(input="".join(self._buffer), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
                 self._buffer.clear()
             return
-        with contextlib.suppress(BrokenPipeError):  # the loader failed: its error is raised below
+        with contextlib.suppress(BrokenPipeError, ValueError):  # the loader failed: raised below
             self._fh.close()
         self._fh = None
         if self._thread is not None:

@@ -78,7 +78,18 @@ def row_key(meta: dict[str, Any]) -> str:
 
 
 def model_iri(base_iri: str, identity: dict[str, Any]) -> str:
-    return f"{base_iri}models/{segment(canonical_key(identity))}"
+    """``{base}models/{interface}/{model_name}``, plus a hash segment when the identity has a
+    config id or tools (or an empty part). Karenina's canonical key is not used: it joins the
+    parts with ":", which model names contain (``ollama:llama3:8b:`` is both llama3 with config
+    8b and llama3:8b), so two models would share one node."""
+    interface, name = identity.get("interface"), identity.get("model_name")
+    tools = identity.get("tools") or []
+    plain = bool(interface) and bool(name) and isinstance(interface, str) and isinstance(name, str)
+    path = f"{base_iri}models/{segment(str(interface or '_'))}/{segment(str(name or '_'))}"
+    if plain and identity.get("config_id") is None and not tools:
+        return path
+    parts = [interface, name, identity.get("config_id"), sorted(str(t) for t in tools)]
+    return f"{path}/{hashlib.sha256(json.dumps(parts).encode()).hexdigest()[:16]}"
 
 
 def outcome(result: dict[str, Any]) -> str:
@@ -119,6 +130,7 @@ class Context:
     lookup: Callable[[str], QuestionLink | None]
     traits: Callable[[QuestionLink | None, str, str | None], tuple[str | None, bool | None]]
     emitted_models: set[str] = field(default_factory=set)
+    positions: dict[str, int] = field(default_factory=dict)  # stored rows' places (upsert)
 
 
 def _ordered_ok(keys: list[str], canonical: tuple[str, ...]) -> bool:
@@ -158,7 +170,8 @@ class ResultMapper:
         # verify_result if a boolean, failed?).
         self.facts: Facts = (None, None, None, None, False)
         self._identities: dict[str, str] = {}
-        self._field_names: set[str] = set()
+        self._field_nodes: dict[str, str] = {}  # field name → its node, shared by results and scores
+        self._field_taken: set[str] = set()
 
     def _add(self, s: str, p: str, o: str) -> None:
         self.lines.append(f"{s} {p} {o} .\n")
@@ -209,14 +222,16 @@ class ResultMapper:
         if not isinstance(qid, str):
             raise ValueError("metadata.question_id must be a string")
         ctx = self.ctx
-        self._field_names = set()
+        self._field_nodes = {}
+        self._field_taken = set()
         self._identities = {}
         r = f"<{ctx.run}/results/{row_key(meta)}>"
         add = self._add
         add(r, A, _k("VerificationResult"))
         add(r, A, t.iri(EARL + "Assertion"))
         add(r, t.iri(PROV + "wasGeneratedBy"), f"<{ctx.run}>")
-        add(r, _POSITION, t.integer(position))
+        # A row that replaces a stored one keeps its place, as Karenina's database upsert does.
+        add(r, _POSITION, t.integer(ctx.positions.get(r[1:-1], position)))
         link = ctx.lookup(qid)
         if link is None:
             self.unmatched += 1
@@ -354,12 +369,13 @@ class ResultMapper:
         value_pred = _k("fieldScore" if is_score else "fieldResult")
         pos_pred = _k("scorePosition" if is_score else "resultPosition")
         for i, (name, value) in enumerate(v.items()):
-            fi = f"<{node[1:-1]}/fields/{segment(name) or '_'}>"
-            if not is_score or name not in self._field_names:
+            fi = self._field_nodes.get(name)
+            if fi is None:
+                # child_iri: names that encode alike ("" and "_") still get nodes of their own
+                fi = self._field_nodes[name] = f"<{child_iri(node[1:-1], 'fields', name, self._field_taken)}>"
                 self._add(node, _k("fieldOutcome"), fi)
                 self._add(fi, A, _k("FieldOutcome"))
                 self._add(fi, _NAME, t.string(name))
-                self._field_names.add(name)
             self._add(fi, value_pred, t.json_literal(None) if value is None else t.value(value))
             self._add(fi, pos_pred, t.integer(i))
 
@@ -415,8 +431,9 @@ class ResultMapper:
                 add(s, _k("scoreKind"), t.string(kind))
                 add(s, _POSITION, t.integer(i))
                 if kind == "metric":
+                    metric_taken: set[str] = set()
                     for j, (metric, mv) in enumerate(value.items()):
-                        m = f"<{s[1:-1]}/metrics/{segment(metric) or '_'}>"
+                        m = f"<{child_iri(s[1:-1], 'metrics', metric, metric_taken)}>"
                         add(s, _k("metricValue"), m)
                         add(m, _NAME, t.string(metric))
                         add(m, _VALUE, t.json_literal(None) if mv is None else t.value(mv))

@@ -119,7 +119,11 @@ class ExportReader:
             try:
                 value, end = _decode(self._buf, self._pos)
             except json.JSONDecodeError as exc:
-                if self._more():
+                # More text helps only if the value ran into the window's end: an unterminated
+                # string reports where it starts, a cut "fals" where it starts (8 covers every
+                # keyword); an error earlier in the window is the file's, raised without reading on.
+                at_end = exc.pos >= len(self._buf) - 8 or exc.msg.startswith("Unterminated string")
+                if at_end and self._more():
                     continue
                 line = self._line + self._buf.count("\n", 0, exc.pos)
                 raise CheckpointError([Problem(f"invalid JSON: {exc.msg}", self.label, pointer, line=line)]) from None

@@ -414,15 +414,16 @@ class _Import:
         self.links = _Links(store, benchmark, label)
         self.old_graph = store._runs().get(self.iri)
 
-    def _old_rows(self) -> tuple[set[str], int]:
+    def _old_rows(self) -> tuple[dict[str, int], int]:
+        """The stored rows' places, and the first free one after them."""
         if self.old_graph is None:
-            return set(), 0
+            return {}, 0
         q = f"""SELECT ?r ?p WHERE {{ ?r a <{KARENINA}VerificationResult> ; <{KARENINA}position> ?p }}"""
-        keys, top = set(), -1
-        for row in solutions(self.store.oxigraph.query(q, default_graph=self.old_graph)):
-            keys.add(term_value(row["r"]))
-            top = max(top, int(term_value(row["p"])))
-        return keys, top + 1
+        places = {
+            term_value(row["r"]): int(term_value(row["p"]))
+            for row in solutions(self.store.oxigraph.query(q, default_graph=self.old_graph))
+        }
+        return places, max(places.values(), default=-1) + 1
 
     def execute(
         self,
@@ -437,7 +438,7 @@ class _Import:
         store, ox_store = self.store, self.store.oxigraph
         old_keys, offset = self._old_rows()
         self.links.shared = _shared_directions(header)
-        ctx = Context(store.base_iri, self.iri, self.links.lookup, self.links.traits)
+        ctx = Context(store.base_iri, self.iri, self.links.lookup, self.links.traits, positions=old_keys)
         mapper = ResultMapper(ctx)
         graph = ox.NamedNode(f"{self.iri}/graph/{uuid.uuid4().hex[:16]}")
         store._pending(graph, True)
@@ -465,13 +466,22 @@ class _Import:
                         else:
                             seen[r] = index
                         triples += len(mapper.lines)
-                        sink.write("".join(mapper.lines))
+                        try:
+                            sink.write("".join(mapper.lines))
+                        except UnicodeEncodeError:
+                            raise CheckpointError(
+                                [Problem("a string holds an unpaired UTF-16 surrogate: not text", self.label, pointer)]
+                            ) from None
+                        except (OSError, SyntaxError, ValueError) as exc:
+                            raise StoreError(
+                                f"loading results of {self.label} failed, store unchanged: {exc}"
+                            ) from None
                         mapper.lines.clear()
                     _header_lines(mapper, self.iri, self.rid, complete_header(), self.links)
                     if self.name is not None:  # a database run's run_name; exports name no run
                         mapper._add(f"<{self.iri}>", t.iri(SCHEMA + "name"), t.string(self.name))
                     self._import_record(mapper, version, count)
-                    replaced = old_keys & seen.keys()
+                    replaced = old_keys.keys() & seen.keys()
                     if self.old_graph is not None:
                         triples += self._copy_old(sink, mapper, replaced, facts)
                     # Benchmarks of every row the new generation holds, kept rows included.
@@ -512,7 +522,7 @@ class _Import:
             source=self.label,
             format_version=version,
             rows=count,
-            added=len(seen.keys() - old_keys),
+            added=len(seen.keys() - old_keys.keys()),
             replaced=len(replaced),
             duplicates=count - len(seen),
             unmatched=mapper.unmatched,
@@ -602,7 +612,9 @@ class _Import:
                 for q in ox_store.quads_for_pattern(ox.NamedNode(s), None, None, graph)
             ]
             mapper.lines.clear()
+            counts = (mapper.unmatched, mapper.migrated, mapper.template_mismatch)
             mapper.map(row, offset + index)
+            mapper.unmatched, mapper.migrated, mapper.template_mismatch = counts  # counted once already
             body = "".join(mapper.lines)
             mapper.lines.clear()
             deletions = "\n".join(f"{q.subject} {q.predicate} {q.object} ." for q in quads)

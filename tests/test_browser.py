@@ -143,7 +143,7 @@ def _screenshot(tab: Any, name: str) -> None:
         ("/runs", "Verification runs", "molecular-biology-2026-06"),
         ("/runs/pharmacology-2026-05", "Run pharmacology-2026-05", "Pass rate by answering model"),
         (MOLBIO_RUNS, "Answering models compared", "By run"),
-        ("/models/langchain:gpt-4o:", "langchain:gpt-4o", "pharmacology-2026-05"),
+        ("/models/langchain/gpt-4o", "langchain:gpt-4o", "pharmacology-2026-05"),
     ],
     ids=["index", "benchmark", "question", "queries", "runs", "run", "compare", "model"],
 )
@@ -197,7 +197,7 @@ def test_runs_navigation(page: tuple[Any, Watch], server: str) -> None:
     assert tab.locator("h1").inner_text() == "Which enzyme does aspirin irreversibly inhibit?"
     assert tab.locator("#usage table tbody tr").count() == 4  # three stages and the total
     tab.locator("#result-summary a", has_text="langchain:gpt-4o").click()
-    tab.wait_for_url("**/models/langchain:gpt-4o:")
+    tab.wait_for_url("**/models/langchain/gpt-4o")
     assert tab.locator("#model-runs tbody tr").count() == 3
     # Compare two runs from the list, by ticking them.
     tab.goto(server + "/runs", wait_until="networkidle")

@@ -438,11 +438,10 @@ def _label(identity: dict[str, Any]) -> str:
 
 
 def _model_path(identity: dict[str, Any]) -> str:
-    """docs/data-model.md §9: {base}models/{seg(canonical key)}."""
-    key = f"{identity['interface']}:{identity['model_name']}"
-    if identity.get("config_id"):
-        key += f":{identity['config_id']}"
-    return "/models/" + segment(key + ":" + "|".join(sorted(identity.get("tools") or [])))
+    """docs/data-model.md §9: {base}models/{interface}/{model name}[/{hash}]."""
+    from karenina_rdf._results_map import model_iri
+
+    return "/" + model_iri("", identity)
 
 
 def _verdict(row: dict[str, Any]) -> bool | None:
@@ -500,7 +499,7 @@ RUN_PAGES = [
     ("/runs/pharmacology-2026-05.html", ["Pass rate by answering model"]),
     ("/compare?run=molecular-biology-2026-05", ["Answering models compared", "<svg", "heatmap-scale", "By run"]),
     ("/compare", ["Answering models compared", "<svg"]),
-    ("/models/langchain:gpt-4o:", ["langchain:gpt-4o", "karenina:Model", "pharmacology-2026-05"]),
+    ("/models/langchain/gpt-4o", ["langchain:gpt-4o", "karenina:Model", "pharmacology-2026-05"]),
     (LOSARTAN, ['id="results"', "pharmacology-2026-05", "result</a>"]),
     ("/runs/nope", None),
     ("/compare?run=nope", None),
@@ -869,7 +868,7 @@ def test_runs_without_tallies(runs_site: tuple[Store, TestClient, dict[str, list
     bare.import_paths([EXAMPLES])
     bare.update_graph("DELETE WHERE { GRAPH ?g { ?t a <urn:karenina:vocab:Tally> ; ?p ?o } }")
     assert not bare.query("ASK { ?t a karenina:Tally }"), "no tally left"
-    urls = ["/runs", "/runs/pharmacology-2026-05", "/runs/molecular-biology-2026-06", "/models/langchain:gpt-4.1:"]
+    urls = ["/runs", "/runs/pharmacology-2026-05", "/runs/molecular-biology-2026-06", "/models/langchain/gpt-4.1"]
     with TestClient(create_app(bare)) as counted:
         for url in urls:
             mine = _get(counted, url).text

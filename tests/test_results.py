@@ -146,6 +146,11 @@ def _tweaks() -> list[tuple[str, Any]]:
         ("usage stage with other keys", lambda r: r["template"].__setitem__("usage_metadata", {"s": {"cost": 0.1}})),
         ("field results {}", lambda r: r["template"].__setitem__("field_results", {})),
         ("field score only", lambda r: r["template"].__setitem__("field_scores", {"only_score": 0.5})),
+        ("field names that encode alike", lambda r: r["template"].__setitem__("field_results", {"": True, "_": False})),
+        (
+            "metric names that encode alike",
+            lambda r: rubric(r).__setitem__("metric_trait_scores", {"m": {"": 0.5, "_": 1.0}}),
+        ),
         ("identity with extra key", lambda r: r["metadata"]["answering"].__setitem__("extra", 1)),
         ("deep judgment not an object", lambda r: r.__setitem__("deep_judgment", [1])),
         ("unicode and control characters", lambda r: r["metadata"].__setitem__("question_text", 'é\u2028\x00"\\ 咖啡')),
@@ -381,6 +386,74 @@ def test_graphs_of_earlier_generations_are_gone(tmp_path: Path) -> None:
     runs = {g for g in graphs if "/runs/" in g}
     assert runs == {g.value for g in store.run_graphs()} and len(runs) == 1
     assert not store.hidden_graphs()
+
+
+def test_models_whose_canonical_keys_collide_stay_apart(tmp_path: Path) -> None:
+    """Karenina's canonical key joins with ":", which model names contain: llama3 with config 8b
+    and llama3:8b have the same key, but are two models."""
+    a = {"interface": "ollama", "model_name": "llama3", "tools": [], "config_id": "8b"}
+    b = {"interface": "ollama", "model_name": "llama3:8b", "tools": [], "config_id": None}
+    store = Store.memory()
+    for job, identity in (("m1", a), ("m2", b)):
+        head, rows = synthetic(1, job=job)
+        rows[0]["metadata"]["answering"] = identity
+        store.import_results(write(tmp_path / f"{job}.json", head, rows))
+    assert rows_of(exported(store, "m1"))[0]["metadata"]["answering"] == a
+    assert rows_of(exported(store, "m2"))[0]["metadata"]["answering"] == b
+
+
+def test_a_replaced_row_keeps_its_place(tmp_path: Path) -> None:
+    head, rows = synthetic(5)
+    store = Store.memory()
+    store.import_results(write(tmp_path / "a.json", head, rows))
+    again = copy.deepcopy(rows[1])
+    again["template"]["raw_llm_response"] = "second answer"
+    store.import_results(write(tmp_path / "b.json", head, [again]))
+    back = rows_of(exported(store, "run-x"))
+    assert [r["metadata"]["result_id"] for r in back] == [r["metadata"]["result_id"] for r in rows]
+    assert back[1]["template"]["raw_llm_response"] == "second answer"
+
+
+@pytest.mark.parametrize("small", [1_000_000, 10], ids=["one transaction", "named pipe"])
+def test_a_lone_surrogate_is_refused_with_its_row(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, small: int) -> None:
+    import karenina_rdf._store as store_module
+
+    monkeypatch.setattr(store_module, "_SMALL", small)  # the pipe opens once this many lines are mapped
+    head, rows = synthetic(4)
+    rows[2]["template"]["raw_llm_response"] = "LONE-SURROGATE"
+    path = write(tmp_path / "x.json", head, rows)
+    # Valid JSON (an escape), not valid text: what a writer with ensure_ascii=True leaves behind.
+    path.write_text(path.read_text(encoding="utf-8").replace("LONE-SURROGATE", "\\ud800"), encoding="utf-8")
+    store = Store.memory()
+    with pytest.raises(CheckpointError) as caught:
+        store.import_results(path)
+    (problem,) = caught.value.problems
+    assert problem.pointer == "/results/2" and "surrogate" in problem.message
+    assert store.runs() == [] and not store.hidden_graphs()
+
+
+def test_a_big_import_through_the_pipe_equals_a_small_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    import karenina_rdf._store as store_module
+
+    head, rows = synthetic(20)
+    path = write(tmp_path / "x.json", head, rows)
+    small = Store.memory()
+    small.import_results(path)
+    monkeypatch.setattr(store_module, "_SMALL", 10)
+    piped = Store(tmp_path / "disk")
+    piped.import_results(path)
+    assert exported(piped, "run-x") == exported(small, "run-x") == path.read_text(encoding="utf-8")
+    piped.close()
+
+
+def test_an_early_syntax_error_is_reported_without_reading_on(tmp_path: Path) -> None:
+    path = tmp_path / "early.json"
+    head = '{"format_version": "2.2", "metadata": {"job_id": "j",, "x": 1}, "results": [\n'
+    path.write_text(head + ",\n".join(['{"metadata": {"question_id": "q"}}'] * 20000) + "\n]}", encoding="utf-8")
+    with pytest.raises(CheckpointError) as caught:
+        Store.memory().import_results(path)
+    (problem,) = caught.value.problems
+    assert (problem.pointer, problem.line) == ("/metadata", 1) and "invalid JSON" in problem.message
 
 
 # -- links, ambiguity, unmatched ------------------------------------------------------------
