@@ -17,7 +17,7 @@ from typing import IO, Any
 import pyoxigraph as ox
 
 from . import _terms as t
-from ._graph import Index, node_index
+from ._graph import Index, node_index, solutions
 from ._ids import unsegment
 from ._results_model import (
     CONFUSION_BUCKETS,
@@ -372,19 +372,34 @@ def csv_columns(global_traits: list[str], specific: list[str]) -> list[str]:
     return [*cols, *_CSV_TAIL]
 
 
-def write_csv(fh: IO[str], header: dict[str, Any], rows: list[dict[str, Any]], global_names: list[str] | None) -> int:
+def scored_names(source: ox.Store, graph: ox.NamedNode) -> set[str]:
+    """Every trait name a run scores with an LLM, regex, callable or metric trait (Karenina's CSV
+    columns), read from the graph so the rows can be streamed after the header is written."""
+    kinds = ", ".join(f'"{k}"' for k in ("llm", "regex", "callable", "metric"))
+    q = f"""SELECT DISTINCT ?n WHERE {{ ?s <{_K}scoreKind> ?k ; <{_K}traitName> ?n FILTER(?k IN ({kinds})) }}"""
+    names = {t.to_python(s["n"]) for s in solutions(source.query(q, default_graph=graph))}
+    verbatim = ", ".join(f"<{_K}{camel(SCORE_DICTS[k])}>" for k in ("llm", "regex", "callable", "metric"))
+    found = source.query(f"SELECT ?v WHERE {{ ?r ?p ?v FILTER(?p IN ({verbatim})) }}", default_graph=graph)
+    for s in solutions(found):
+        value = t.to_python(s["v"])
+        if isinstance(value, dict):
+            names.update(str(n) for n in value)
+    return names
+
+
+def write_csv(
+    fh: IO[str], header: dict[str, Any], rows: Iterable[dict[str, Any]], global_names: list[str], scored: set[str]
+) -> int:
     """One row per result; one ``rubric_<trait>`` column per global trait (the run's rubric
     definition decides which are global), the other traits in ``question_specific_rubrics``."""
-    seen: set[str] = set()
-    for row in rows:
-        rub = row.get("rubric") or {}
-        for kind in ("llm", "regex", "callable", "metric"):
-            seen.update(n for n in (rub.get(SCORE_DICTS[kind]) or {}) if n and "\n" not in n and "\r" not in n)
-    known = set(global_names or ())
+    seen = {n for n in scored if n and "\n" not in n and "\r" not in n}  # names Karenina's CSV skips
+    known = set(global_names)
     global_traits = sorted(seen & known)
     specific = sorted(seen - known)
     writer = csv.DictWriter(fh, fieldnames=csv_columns(global_traits, specific))
     writer.writeheader()
+    n = 0
     for row in rows:
         writer.writerow(csv_row(row, header, global_traits, specific))
-    return len(rows)
+        n += 1
+    return n

@@ -26,7 +26,7 @@ from ._errors import CheckpointError, NotFoundError, Problem, StoreError
 from ._graph import node_index, solutions, term_value
 from ._ids import segment
 from ._pipe import PipeLoader, pipes_available
-from ._results_export import ResultRebuilder, write_csv, write_export
+from ._results_export import ResultRebuilder, scored_names, write_csv, write_export
 from ._results_map import A, Context, Facts, QuestionLink, ResultMapper, _k
 from ._results_model import (
     EARL,
@@ -831,7 +831,7 @@ def export_run(store: Store, ref: str, out: str | Path | IO[str], fmt: str = "ka
                 if isinstance(rubric, dict)
                 else []
             )
-            return write_csv(fh, header, [rebuild.row(r) for r in iris], names)
+            return write_csv(fh, header, (rebuild.row(r) for r in iris), names, scored_names(source, graph))
         return write_export(fh, header, (rebuild.row(r) for r in iris))
 
     if not isinstance(out, (str, Path)):
