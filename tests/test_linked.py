@@ -319,7 +319,7 @@ def test_run_description_leaves_out_its_results(runs_store: Store, runs_client: 
 
 
 def test_model_description(runs_store: Store, runs_client: TestClient) -> None:
-    gpt4o = BASE + "models/langchain:gpt-4o:"
+    gpt4o = BASE + "models/langchain/gpt-4o"
     got = _parsed(runs_client.get(_path(gpt4o) + ".nt").content, ox.RdfFormat.N_TRIPLES)
     assert got == _stored(runs_store, gpt4o, {MODELS})
     assert {t.predicate.value for t in got} >= {"http://www.w3.org/2000/01/rdf-schema#label", SCHEMA + "name"}
@@ -335,7 +335,7 @@ def test_model_copied_into_a_run_graph(runs_store: Store) -> None:
     store = Store.memory()
     store.import_paths([EXAMPLES[0].parent])
     graph = store.run_graphs()[0]
-    gpt4o = BASE + "models/langchain:gpt-4o:"
+    gpt4o = BASE + "models/langchain/gpt-4o"
     store.update_graph(
         f"DELETE {{ GRAPH <{MODELS}> {{ <{gpt4o}> ?p ?o }} }} INSERT {{ GRAPH {graph} {{ <{gpt4o}> ?p ?o }} }} "
         f"WHERE {{ GRAPH <{MODELS}> {{ <{gpt4o}> ?p ?o }} }}"
