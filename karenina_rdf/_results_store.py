@@ -540,11 +540,7 @@ class _Import:
         are written first; both are idempotent and name no run."""
         from ._validate import findings_in_run
 
-        taxonomy = "\n".join(taxonomy_triples())
-        self.store.oxigraph.update(
-            f"INSERT DATA {{ GRAPH {VOCABULARY_GRAPH} {{ {taxonomy} }} }} ;\n"
-            f"INSERT DATA {{ GRAPH {MODELS_GRAPH} {{ {models} }} }}"
-        )
+        self.store.oxigraph.update(_shared_graphs(models))
         findings = findings_in_run(self.store, self.iri, graph)
         violations = [f for f in findings if f.severity == "Violation"]
         if violations:
@@ -624,7 +620,6 @@ class _Import:
 
     def _publish(self, graph: ox.NamedNode, triples: int, models: str) -> None:
         store = self.store
-        taxonomy = "\n".join(taxonomy_triples())
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         run = f"<{self.iri}>"
         facts = (
@@ -632,12 +627,22 @@ class _Import:
             f"{run} <{KARENINA}importedFrom> {json.dumps(self.label, ensure_ascii=False)} . "
             f"{run} <{KARENINA}tripleCount> {triples} ."
         )
+        # The shared graphs again even after _validate wrote them: publishing is one update that
+        # must leave them complete whether or not the run was validated (the inserts are idempotent).
         store.oxigraph.update(
-            f"INSERT DATA {{ GRAPH {VOCABULARY_GRAPH} {{ {taxonomy} }} }} ;\n"
-            f"INSERT DATA {{ GRAPH {MODELS_GRAPH} {{ {models} }} }} ;\n"
+            f"{_shared_graphs(models)} ;\n"
             f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ {run} ?p ?o }} }} ;\n"
             f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {facts} }} }}"
         )
+
+
+def _shared_graphs(models: str) -> str:
+    """The update writing what runs share: the failure taxonomy and the run's model nodes."""
+    taxonomy = "\n".join(taxonomy_triples())
+    return (
+        f"INSERT DATA {{ GRAPH {VOCABULARY_GRAPH} {{ {taxonomy} }} }} ;\n"
+        f"INSERT DATA {{ GRAPH {MODELS_GRAPH} {{ {models} }} }}"
+    )
 
 
 _FACT_PREDICATES = frozenset(
