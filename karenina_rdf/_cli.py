@@ -514,7 +514,11 @@ def main() -> None:
     app()
 
 
-# Last, because the results commands use this module's helpers.
+# Last, because these commands use this module's helpers.
 from ._cli_results import results_app  # noqa: E402
+from ._cli_verify import rescore, templates_app, verify  # noqa: E402
 
 app.add_typer(results_app, name="results")
+app.command("verify")(verify)
+app.command("rescore")(rescore)
+app.add_typer(templates_app, name="templates")

@@ -11,7 +11,10 @@
     ├── AmbiguousBenchmarkError (LookupError) a name matches several benchmarks
     ├── DuplicateQuestionError (ValueError)  a question id that already exists
     ├── InvalidValueError (ValueError)       an API argument Karenina would refuse
-    └── StoreError                           the store cannot be opened or written
+    ├── StoreError                           the store cannot be opened or written
+    └── VerificationError                    a run cannot start or go on (bad options, no tasks)
+        └── ProviderError                    a model call failed; ``category`` is Karenina's
+                                             failure category (timeout, rate_limit, ...)
 
 Errors that subclass ``ValueError``/``KeyError`` do so because Karenina raises those for the
 same situations, and code written against Karenina catches them.
@@ -88,3 +91,31 @@ class InvalidValueError(KareninaRDFError, ValueError):
 
 class StoreError(KareninaRDFError):
     """The store cannot be opened, read or written."""
+
+
+class VerificationError(KareninaRDFError):
+    """A verification run cannot start or go on: bad options, nothing to run, a run to resume
+    that does not match. Failures of single tasks are never raised: they are recorded as data."""
+
+
+class ProviderError(VerificationError):
+    """A model call that failed. ``category`` is Karenina's failure category for it
+    (``timeout``, ``connection``, ``rate_limit``, ``server_error``, ``unexpected_error``);
+    ``retryable`` says whether trying again may help; ``retry_after`` is the server's hint (s)."""
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        category: str = "unexpected_error",
+        retryable: bool = False,
+        retry_after: float | None = None,
+        retries: dict[str, int] | None = None,
+        exhausted: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.category = category
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.retries = retries or {}  # retries used per category before giving up
+        self.exhausted = exhausted  # the retry budget of ``category`` was used up

@@ -1,0 +1,326 @@
+"""One task through Karenina's stages (verification spec §3): ValidateTemplate, GenerateAnswer,
+ParseTemplate, VerifyTemplate, RubricEvaluation, FinalizeResult.
+
+Each stage runs only while no error is recorded; FinalizeResult always runs, so every task
+returns exactly one result, failures included (classified by ``_record.classify``). Template
+code and callable traits run in the sandbox, never here. The answer of a (question, answerer,
+replicate) is generated once and shared by every judge (§2.4); a failed generation is not
+shared: the next task asking for it tries again.
+
+Not run (docs/verification.md lists them): abstention and sufficiency checks, the embedding
+check, deep judgment, agentic parsing and agentic traits, dynamic rubrics, MCP tools.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from .._errors import ProviderError
+from ._llm import ChatRequest, ChatResponse, Message
+from ._prompts import answering_messages, json_object, parsing_messages
+from ._record import StageError, TaskState, finalize, fresh_result
+from ._tasks import ModelSpec, Task
+
+
+class SandboxLike(Protocol):
+    def validate_template(self, code: str) -> Any: ...
+    def verify_template(
+        self, code: str, parsed: dict[str, Any] | None, raw_response: str, question_id: str | None = None
+    ) -> Any: ...
+    def run_callable(self, payload_b64: str, text: str) -> Any: ...
+
+
+@dataclass(frozen=True)
+class Answer:
+    text: str | None
+    response: ChatResponse | None = None
+    error: StageError | None = None
+    system_prompt: str | None = None
+
+
+class Answers:
+    """Answers by (question, answerer, replicate): generated once and shared by the judges, or
+    given up front (recorded answers, stored answers of a run being rescored)."""
+
+    def __init__(self, given: dict[tuple[str, str, int | None], str] | None = None) -> None:
+        self._lock = threading.Lock()
+        self._futures: dict[tuple[str, str, int | None], Future[Answer]] = {}
+        for key, text in (given or {}).items():
+            done: Future[Answer] = Future()
+            done.set_result(Answer(text))
+            self._futures[key] = done
+
+    def get(self, task: Task, produce: Any) -> tuple[Answer, bool]:
+        """The task's answer and whether this call produced it (its usage is counted there)."""
+        key = task.answer_key
+        with self._lock:
+            future = self._futures.get(key)
+            mine = future is None
+            if future is None:
+                future = self._futures[key] = Future()
+        if not mine:
+            return future.result(), False
+        try:
+            answer: Answer = produce()
+        except BaseException as exc:
+            with self._lock:
+                self._futures.pop(key, None)
+            future.set_exception(exc)
+            raise
+        if answer.error is not None:
+            with self._lock:  # not shared: the next task asking tries again
+                self._futures.pop(key, None)
+        future.set_result(answer)
+        return answer, True
+
+
+def _stage_error(stage: str, exc: ProviderError) -> StageError:
+    return StageError(exc.category, stage, f"{exc}", exhausted=exc.exhausted)
+
+
+class Pipeline:
+    """Runs tasks; thread-safe (one instance serves every worker thread of a run)."""
+
+    def __init__(
+        self,
+        *,
+        sandbox: SandboxLike,
+        global_traits: tuple[Any, ...] = (),
+        trust_callables: bool = False,
+        rubric_strategy: Literal["batch", "sequential"] = "batch",
+        budgets: dict[str, int] | None = None,
+        run_name: str | None = None,
+        few_shot: bool = False,
+        answers: Answers | None = None,
+        cost: Any = None,
+    ) -> None:
+        self.sandbox = sandbox
+        self.global_traits = list(global_traits)
+        self.trust_callables = trust_callables
+        self.rubric_strategy = rubric_strategy
+        self.budgets = budgets or {}
+        self.run_name = run_name
+        self.few_shot = few_shot
+        self.answers = answers or Answers()
+        self.cost = cost or (lambda model, usage: None)
+        self._templates: dict[str, Any] = {}
+        self._templates_lock = threading.Lock()
+        # Seconds spent per stage, summed over tasks and threads (the speed benchmark's breakdown).
+        self.timings: dict[str, float] = {}
+        self._timings_lock = threading.Lock()
+
+    def _took(self, stage: str, since: float) -> None:
+        elapsed = time.perf_counter() - since
+        with self._timings_lock:
+            self.timings[stage] = self.timings.get(stage, 0.0) + elapsed
+
+    # -- stages --------------------------------------------------------------------------
+    def _validate(self, code: str) -> Any:
+        with self._templates_lock:
+            hit = self._templates.get(code)
+        if hit is None:
+            hit = self.sandbox.validate_template(code)
+            with self._templates_lock:
+                self._templates[code] = hit
+        return hit
+
+    def _call(
+        self, state: TaskState, spec: ModelSpec, stage: str, messages: tuple[Message, ...], **kw: Any
+    ) -> ChatResponse:
+        request = ChatRequest(
+            model=spec.model,
+            messages=messages,
+            temperature=spec.temperature,
+            max_tokens=spec.max_tokens,
+            stage=stage,
+            **kw,
+        )
+        response = spec.provider.complete(request)
+        state.add_call(stage, response, self._price(spec.model, response))
+        return response
+
+    def _price(self, model: str, response: ChatResponse) -> float | None:
+        # A cached or replayed answer cost nothing this time.
+        return 0.0 if response.cached else self.cost(model, response.usage)
+
+    def _generate(self, task: Task) -> Answer:
+        spec = task.answerer
+        if spec is None:
+            return Answer(
+                None, error=StageError("unexpected_error", "generate_answer", "no recorded answer for this task")
+            )
+        examples = list(task.question.examples) if self.few_shot else None
+        messages = answering_messages(task.question.text, spec.system_prompt, examples)
+        try:
+            request = ChatRequest(
+                model=spec.model,
+                messages=messages,
+                temperature=spec.temperature,
+                max_tokens=spec.max_tokens,
+                stage="answer_generation",
+                label=task.question.question_id,
+                replicate=task.replicate,
+            )
+            response = spec.provider.complete(request)
+        except ProviderError as exc:
+            return Answer(None, error=_stage_error("generate_answer", exc), system_prompt=messages[0].content)
+        return Answer(response.text, response=response, system_prompt=messages[0].content)
+
+    def run(self, task: Task) -> tuple[dict[str, Any], dict[str, float | None]]:
+        """The task's result record (Karenina's VerificationResult as JSON) and its cost in USD
+        per usage stage (None where a model's price is unknown)."""
+        try:
+            return self._run(task)
+        except Exception as exc:  # a bug of ours must still give the task its result
+            result = self._skeleton(task)
+            state = TaskState(error=StageError("unexpected_error", "finalize_result", f"{type(exc).__name__}: {exc}"))
+            finalize(result, state, time.time(), time.time(), self.budgets)
+            return result, {}
+
+    def _skeleton(self, task: Task) -> dict[str, Any]:
+        q = task.question
+        result = fresh_result()
+        result["metadata"].update(
+            question_id=q.question_id,
+            template_id=q.template_id,
+            question_text=q.text,
+            raw_answer=q.raw_answer,
+            keywords=list(q.keywords) if q.keywords is not None else None,
+            answering=dict(task.answerer_identity),
+            parsing=task.judge.identity,
+            run_name=self.run_name,
+            replicate=task.replicate,
+            evaluation_mode=task.mode,
+        )
+        return result
+
+    def _run(self, task: Task) -> tuple[dict[str, Any], dict[str, float | None]]:
+        started = time.time()
+        q = task.question
+        result = self._skeleton(task)
+        meta, tpl = result["metadata"], result["template"]
+        state = TaskState()
+        if self.few_shot and task.answerer is not None:
+            meta["few_shot_enabled"] = True
+            meta["few_shot_example_count"] = len(q.examples)
+        templated = task.mode != "rubric_only"
+        schema: dict[str, Any] | None = None
+        regex_only = False
+        # ValidateTemplate
+        if templated:
+            state.last_stage = "validate_template"
+            t0 = time.perf_counter()
+            outcome = self._validate(q.template or "")
+            self._took("validate_template", t0)
+            if not outcome.ok:
+                state.template_error = f"template validation failed: {outcome.error}"
+                state.error = StageError("template_validation", "validate_template", state.template_error)
+            else:
+                schema = outcome.value["json_schema"]
+                regex_only = bool(outcome.value.get("regex_only"))
+        # GenerateAnswer
+        response_text: str | None = None
+        if state.error is None:
+            state.last_stage = "generate_answer"
+            t0 = time.perf_counter()
+            answer, mine = self.answers.get(task, lambda: self._generate(task))
+            self._took("generate_answer", t0)
+            if answer.response is not None:
+                model = task.answerer.model if task.answerer is not None else answer.response.model
+                cost = self._price(model, answer.response) if mine else 0.0  # shared: paid by the first task
+                state.add_call("answer_generation", answer.response, cost)
+            meta["answering_system_prompt"] = answer.system_prompt
+            if answer.error is not None:
+                state.error = answer.error
+            else:
+                response_text = answer.text or ""
+                tpl["raw_llm_response"] = response_text
+        # ParseTemplate + VerifyTemplate
+        if templated and state.error is None and response_text is not None:
+            self._parse_and_verify(task, state, tpl, response_text, schema or {}, regex_only)
+        # RubricEvaluation (independent of the template's verdict, §3.3)
+        if task.mode != "template_only" and state.error is None and response_text is not None:
+            t0 = time.perf_counter()
+            self._rubric(task, state, result, response_text)
+            self._took("rubric_evaluation", t0)
+        t0 = time.perf_counter()
+        finalize(result, state, started, time.time(), self.budgets)
+        self._took("finalize_result", t0)
+        return result, state.costs
+
+    def _parse_and_verify(
+        self, task: Task, state: TaskState, tpl: dict[str, Any], response: str, schema: dict[str, Any], regex_only: bool
+    ) -> None:
+        q = task.question
+        parsed: dict[str, Any] | None = None
+        if not regex_only:
+            state.last_stage = "parse_template"
+            t0 = time.perf_counter()
+            try:
+                reply = self._call(
+                    state,
+                    task.judge,
+                    "parsing",
+                    parsing_messages(q.text, response, schema),
+                    json_schema=schema,
+                    label=q.question_id,
+                )
+                parsed = json_object(reply.text)
+            except ProviderError as exc:
+                state.error = _stage_error("parse_template", exc)
+                if state.error.category not in ("timeout", "connection", "rate_limit", "server_error"):
+                    state.error.category = "parsing"
+                return
+            except ValueError as exc:
+                state.error = StageError("parsing", "parse_template", str(exc))
+                return
+            finally:
+                self._took("parse_template", t0)
+        state.last_stage = "verify_template"
+        t0 = time.perf_counter()
+        outcome = self.sandbox.verify_template(q.template or "", parsed, response, q.question_id)
+        self._took("verify_template", t0)
+        if not outcome.ok:
+            error = outcome.error or "the template failed"
+            if error.startswith("parse:"):
+                state.error = StageError("parsing", "parse_template", error[len("parse:") :].strip())
+            else:
+                state.error = StageError("unexpected_error", "verify_template", f"sandbox ({outcome.kind}): {error}")
+            return
+        tpl.update(outcome.value)
+
+    def _rubric(self, task: Task, state: TaskState, result: dict[str, Any], response: str) -> None:
+        from ._rubric_eval import evaluate_rubric, merge_rubrics
+
+        state.last_stage = "rubric_evaluation"
+        try:
+            traits, provenance = merge_rubrics(self.global_traits or None, list(task.question.traits) or None)
+        except ValueError as exc:
+            state.warn(f"Rubric evaluation failed: {exc}")
+            return
+        if not traits:
+            return
+        outcome = evaluate_rubric(
+            traits,
+            provenance,
+            question_text=task.question.text,
+            response=response,
+            raw_answer=task.question.raw_answer,
+            judge=task.judge.provider,
+            judge_model=task.judge.model,
+            sandbox=self.sandbox,
+            trust_callables=self.trust_callables,
+            strategy=self.rubric_strategy,
+            temperature=task.judge.temperature,
+        )
+        for call in outcome.calls:
+            state.add_call("rubric_evaluation", call, self._price(task.judge.model, call))
+        for warning in outcome.warnings:
+            state.warn(warning)
+        for note in outcome.skipped:
+            state.warn(f"not evaluated: {note}")
+        result["rubric"] = outcome.part

@@ -1,0 +1,631 @@
+"""A verification run: plan the tasks, run them on worker threads, write each result to the
+store as it completes, show progress, and leave a run that ``resume`` can finish.
+
+Threads, not processes, run the tasks: a task spends its time waiting for models (I/O) or for
+the sandbox's worker processes, so the GIL is not the limit. Worker threads are daemons and the
+main thread only writes: on Ctrl-C it stops handing out tasks, stores every result already
+complete, marks the run ``interrupted`` and returns; tasks still waiting for a model are
+dropped and run again by ``resume``, which skips every task whose result is stored.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import platform
+import queue
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Iterable
+from importlib import metadata as importlib_metadata
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from .. import _terms as t
+from .._errors import VerificationError
+from .._results_live import LiveRun, task_row_key
+from .._results_map import A
+from .._results_model import PROV
+from .._rubric import RubricTrait
+from .._vocab import KARENINA, SCHEMA
+from ._pipeline import Answers, Pipeline, SandboxLike
+from ._record import RETRY_CATEGORIES
+from ._tasks import Mode, ModelSpec, Plan, Task, plan, read_questions
+
+if TYPE_CHECKING:
+    from .._store import Store
+
+DEFAULT_BUDGETS = {"connection": 3, "timeout": 3, "rate_limit": 5, "server_error": 2}
+_FLUSH_SECONDS = 0.2  # a result waits at most this long for others to share its store write
+_FLUSH_SIZE = 500
+
+
+class RunOptions(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    mode: Mode = "template_only"
+    replicates: int = 1
+    questions: tuple[str, ...] | None = None
+    concurrency: int = 4
+    trust_callables: bool = False
+    rubric_strategy: Literal["batch", "sequential"] = "batch"
+    few_shot: bool = False
+    run_id: str | None = None
+    run_name: str | None = None
+
+
+class RunReport(BaseModel):
+    """What a run did. ``skipped``: tasks whose results were stored before (a resumed run)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    run_id: str
+    iri: str
+    benchmark: str
+    status: Literal["completed", "interrupted"]
+    tasks: int
+    skipped: int
+    completed: int
+    passed: int
+    failed: int
+    failures: dict[str, int]
+    cost_usd: float | None
+    seconds: float
+    notes: tuple[str, ...] = ()
+    timings: dict[str, float] = {}  # seconds per stage summed over tasks (threads overlap), and store writes
+
+
+def _versions() -> dict[str, str]:
+    out = {"python": platform.python_version()}
+    for dist in ("karenina-rdf", "pyoxigraph", "pydantic", "httpx", "anthropic", "cloudpickle"):
+        try:
+            out[dist] = importlib_metadata.version(dist)
+        except importlib_metadata.PackageNotFoundError:
+            continue
+    return out
+
+
+def _model_config(m: ModelSpec | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(m, dict):
+        return {"provider": "manual", "name": m.get("model_name"), "temperature": None, "interface": m.get("interface")}
+    return {
+        "provider": m.spec.split(":", 1)[0] or m.interface,
+        "name": m.model,
+        "temperature": m.temperature,
+        "interface": m.interface,
+    }
+
+
+def _model_record(m: ModelSpec | dict[str, Any]) -> dict[str, Any]:
+    if isinstance(m, dict):
+        return {"identity": m}
+    return {
+        "spec": m.spec,
+        "interface": m.interface,
+        "model": m.model,
+        "temperature": m.temperature,
+        "max_tokens": m.max_tokens,
+        "system_prompt": m.system_prompt,
+    }
+
+
+def rubric_definition(traits: Iterable[RubricTrait]) -> dict[str, Any] | None:
+    """The global rubric as Karenina's results export carries it (``shared_data``)."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for tr in traits:
+        entry: dict[str, Any] = {"name": tr.name, "description": tr.description or ""}
+        if tr.trait_type == "llm":
+            entry["kind"] = tr.kind
+            if tr.kind == "score":
+                entry["min_score"], entry["max_score"] = tr.min_score, tr.max_score
+            if tr.classes:
+                entry["classes"] = tr.classes
+        else:
+            entry.update({k: v for k, v in tr.settings.items() if k not in ("callable_code", "higher_is_better")})
+        entry["higher_is_better"] = tr.higher_is_better
+        out.setdefault(f"{tr.trait_type}_traits", []).append(entry)
+    return out or None
+
+
+class _Progress:
+    """A rich progress bar (counts, pass/fail, ETA) on stderr, or nothing."""
+
+    def __init__(self, total: int, done: int, enabled: bool) -> None:
+        self.bar: Any = None
+        if not enabled:
+            return
+        from rich.console import Console
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+            TimeRemainingColumn,
+        )
+
+        self.bar = Progress(
+            TextColumn("[bold]verify[/]"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TextColumn("{task.fields[status]}"),
+            TimeElapsedColumn(),
+            TextColumn("ETA"),
+            TimeRemainingColumn(),
+            console=Console(stderr=True),
+        )
+        self.task = self.bar.add_task("verify", total=total, completed=done, status="")
+        self.bar.start()
+
+    def update(self, advance: int, passed: int, failed: int) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, advance=advance, status=f"[green]{passed} passed[/] [red]{failed} failed[/]")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def run_verification(
+    store: Store,
+    benchmark: str,
+    *,
+    judges: list[ModelSpec],
+    answerers: list[ModelSpec] | None = None,
+    answers: dict[tuple[str, str, int | None], str] | None = None,
+    answer_identities: list[dict[str, Any]] | None = None,
+    options: RunOptions | None = None,
+    sandbox: SandboxLike | None = None,
+    resume: str | None = None,
+    progress: bool = False,
+    cost: Any = None,
+    extra_config: dict[str, Any] | None = None,
+    stop: threading.Event | None = None,
+    informed_by: str | None = None,
+) -> RunReport:
+    """Run ``benchmark``'s finished questions past the answering models (or the recorded
+    ``answers``, keyed by (question id, answerer key, replicate), of ``answer_identities``) and
+    the judges; every result is stored as it completes, in run ``options.run_id`` (new) or in
+    run ``resume`` (continued: its stored results are not run again)."""
+    opts = options or RunOptions()
+    started = time.time()
+    bench_iri, bench_graph = store.graph_of(benchmark)
+    from .._benchmark import Benchmark
+
+    bench = Benchmark(store, bench_iri)
+    questions, notes = read_questions(store, bench_iri, list(opts.questions) if opts.questions else None)
+    if not questions:
+        raise VerificationError(f"benchmark {bench.id!r} has no finished question to verify")
+    global_traits = bench.get_global_rubric() or []
+    rubric_modes = opts.mode != "template_only"
+    the_plan: Plan = plan(
+        questions,
+        global_traits if rubric_modes else None,
+        answerers if answerers else (answer_identities or []),
+        judges,
+        opts.mode,
+        opts.replicates,
+    )
+    notes.extend(the_plan.notes)
+    if answers is not None:
+        planned = len(the_plan.tasks)
+        the_plan.tasks = [tk for tk in the_plan.tasks if tk.answer_key in answers]
+        if not the_plan.tasks:
+            raise VerificationError(f"no recorded answer is for a finished question of benchmark {bench.id!r}")
+        if len(the_plan.tasks) < planned:
+            notes.append(f"{planned - len(the_plan.tasks)} task(s) have no recorded answer: left out")
+    run_id = resume or opts.run_id or f"verify-{dt.datetime.now(dt.UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
+    config = {
+        "benchmark": bench.id,
+        "benchmark_iri": bench_iri,
+        "benchmark_graph": bench_graph.value,
+        "mode": opts.mode,
+        "replicates": opts.replicates,
+        "questions": list(opts.questions) if opts.questions else None,
+        "answerers": [_model_record(m) for m in (answerers or answer_identities or [])],
+        "judges": [_model_record(m) for m in judges],
+        "trust_callables": opts.trust_callables,
+        "rubric_strategy": opts.rubric_strategy,
+        "few_shot": opts.few_shot,
+        "run_name": opts.run_name,
+        "retry_budgets": DEFAULT_BUDGETS,
+        **(extra_config or {}),
+    }
+    live = _open_run(
+        len({tk.question.question_id for tk in the_plan.tasks}),
+        informed_by,
+        store,
+        run_id,
+        bench_iri,
+        bench_graph.value,
+        bench,
+        config,
+        opts,
+        judges,
+        answerers,
+        answer_identities,
+        global_traits,
+        resume,
+    )
+    done_keys = live.stored_keys()
+    todo = [tk for tk in the_plan.tasks if _key(tk, opts.run_name) not in done_keys]
+    skipped = len(the_plan.tasks) - len(todo)
+    owned = None
+    if sandbox is None:
+        from ._sandbox import Sandbox
+
+        owned = sandbox = Sandbox(workers=max(1, min(opts.concurrency, 8)))
+    pipeline = Pipeline(
+        sandbox=sandbox,
+        global_traits=tuple(global_traits) if rubric_modes else (),
+        trust_callables=opts.trust_callables,
+        rubric_strategy=opts.rubric_strategy,
+        budgets=DEFAULT_BUDGETS,
+        run_name=opts.run_name,
+        few_shot=opts.few_shot,
+        answers=Answers(answers),
+        cost=cost,
+    )
+    counts: Counter[str] = Counter()
+    total_cost: list[float | None] = [0.0]
+    status: Literal["completed", "interrupted"] = "completed"
+    bar = _Progress(len(the_plan.tasks), skipped, progress)
+    try:
+        status = _execute(todo, pipeline, live, opts.concurrency, counts, total_cost, bar, stop or threading.Event())
+    finally:
+        bar.close()
+        if owned is not None:
+            owned.close()
+        ended = time.time()
+        live.header["metadata"]["export_timestamp"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+        summary = live.header["metadata"]["job_summary"]
+        summary.update(
+            successful_count=summary["successful_count"] + counts["passed_ok"],
+            failed_count=summary["failed_count"] + counts["failure"],
+            end_time=ended,
+            total_duration=round(ended - summary["start_time"], 3),
+            is_complete=status == "completed",
+        )
+        live.finish(summary, status)
+    failures = {k[len("cat:") :]: v for k, v in counts.items() if k.startswith("cat:")}
+    return RunReport(
+        run_id=run_id,
+        iri=live.iri,
+        benchmark=bench.id,
+        status=status,
+        tasks=len(the_plan.tasks),
+        skipped=skipped,
+        completed=counts["done"],
+        passed=counts["passed"],
+        failed=counts["failed"],
+        failures=failures,
+        cost_usd=total_cost[0],
+        seconds=round(time.time() - started, 3),
+        notes=tuple(notes),
+        timings={**pipeline.timings, "store_write": live.write_seconds},
+    )
+
+
+def _key(task: Task, run_name: str | None) -> str:
+    q = task.question
+    return task_row_key(
+        {
+            "question_id": q.question_id,
+            "template_id": q.template_id,
+            "answering": task.answerer_identity,
+            "parsing": task.judge.identity,
+            "replicate": task.replicate,
+            "run_name": run_name,
+        }
+    )
+
+
+def _open_run(
+    total_questions: int,
+    informed_by: str | None,
+    store: Store,
+    run_id: str,
+    bench_iri: str,
+    bench_graph: str,
+    bench: Any,
+    config: dict[str, Any],
+    opts: RunOptions,
+    judges: list[ModelSpec],
+    answerers: list[ModelSpec] | None,
+    identities: list[dict[str, Any]] | None,
+    global_traits: list[RubricTrait],
+    resume: str | None,
+) -> LiveRun:
+    from .._results_store import run_iri
+
+    iri = run_iri(store.base_iri, run_id)
+    if resume is not None:
+        stored = stored_config(store, resume)
+        keys = ("benchmark_iri", "mode", "replicates", "questions", "answerers", "judges", "run_name")
+        diff = [k for k in keys if stored.get(k) != config.get(k)]
+        if diff:
+            raise VerificationError(
+                f"run {resume!r} was started with other settings ({', '.join(diff)}): "
+                "resume it with the settings it was started with"
+            )
+        config = stored
+    now = time.time()
+    header: dict[str, Any] = {
+        "format_version": "2.2",
+        "metadata": {
+            "export_timestamp": None,
+            "karenina_version": f"karenina-rdf {_versions().get('karenina-rdf', '')}".strip(),
+            "job_id": run_id,
+            "verification_config": {
+                "answering_models": [_model_config(m) for m in (answerers or identities or [])],
+                "parsing_models": [_model_config(m) for m in judges],
+            },
+            "job_summary": {
+                "total_questions": total_questions,
+                "successful_count": 0,
+                "failed_count": 0,
+                "start_time": now,
+                "end_time": None,
+                "total_duration": None,
+                "is_complete": False,
+            },
+        },
+        "shared_data": {
+            "rubric_definition": rubric_definition(global_traits) if opts.mode != "template_only" else None
+        },
+    }
+    run = f"<{iri}>"
+    agent = f"<{iri}/agent>"
+    usage = f"<{iri}/usage/benchmark>"
+    extra = [
+        (run, t.iri(KARENINA + "configuration"), t.json_literal(config)),
+        (run, t.iri(PROV + "wasAssociatedWith"), agent),
+        (agent, A, t.iri(PROV + "SoftwareAgent")),
+        (agent, t.iri(SCHEMA + "name"), t.string("karenina-rdf")),
+        (agent, t.iri(KARENINA + "versions"), t.json_literal(_versions())),
+        (run, t.iri(PROV + "qualifiedUsage"), usage),
+        (usage, A, t.iri(PROV + "Usage")),
+        (usage, t.iri(PROV + "entity"), f"<{bench_graph}>"),
+        (usage, t.iri(PROV + "hadRole"), t.iri(KARENINA + "benchmarkGraph")),
+        (f"<{bench_graph}>", t.iri(PROV + "specializationOf"), f"<{bench_iri}>"),
+    ]
+    if bench.version:
+        extra.append((usage, t.iri(SCHEMA + "version"), t.string(bench.version)))
+    if bench.modified_at:
+        extra.append((usage, t.iri(SCHEMA + "dateModified"), t.string(bench.modified_at)))
+    if opts.run_name:
+        extra.append((run, t.iri(SCHEMA + "name"), t.string(opts.run_name)))
+    if informed_by:  # a rescore: the run whose answers it graded again
+        extra.append((run, t.iri(PROV + "wasInformedBy"), f"<{informed_by}>"))
+    live = LiveRun(store, run_id, benchmark=bench_iri, header=header, extra=extra, resume=resume is not None)
+    if resume is not None:
+        _carry_summary(store, live)
+    return live
+
+
+def _carry_summary(store: Store, live: LiveRun) -> None:
+    """A resumed run keeps its start time and counts so far."""
+    from .._results_store import _reader, run_header
+
+    old = run_header(_reader(store, live.graph), live.graph, live.iri)
+    summary = (old.get("metadata") or {}).get("job_summary")
+    if isinstance(summary, dict):
+        mine = live.header["metadata"]["job_summary"]
+        for k in ("start_time", "successful_count", "failed_count"):
+            if summary.get(k) is not None:
+                mine[k] = summary[k]
+
+
+def stored_config(store: Store, run: str) -> dict[str, Any]:
+    """The configuration a run made by ``verify`` recorded (``karenina:configuration``)."""
+    from .._graph import term_value
+    from .._results_store import resolve_run
+
+    iri, graph = resolve_run(store, run)
+    for q in store.oxigraph.quads_for_pattern(_named(iri), _named(KARENINA + "configuration"), None, graph):
+        value = json.loads(term_value(q.object))
+        if isinstance(value, dict):
+            return value
+    raise VerificationError(f"run {run!r} was not made by karenina-rdf verify: it records no configuration")
+
+
+def _named(iri: str) -> Any:
+    import pyoxigraph as ox
+
+    return ox.NamedNode(iri)
+
+
+def _execute(
+    todo: list[Task],
+    pipeline: Pipeline,
+    live: LiveRun,
+    concurrency: int,
+    counts: Counter[str],
+    total_cost: list[float | None],
+    bar: _Progress,
+    stop: threading.Event,
+) -> Literal["completed", "interrupted"]:
+    tasks: queue.Queue[Task | None] = queue.Queue()
+    done: queue.Queue[tuple[dict[str, Any], dict[str, float | None]]] = queue.Queue()
+    for tk in todo:
+        tasks.put(tk)
+
+    def worker() -> None:
+        while not stop.is_set():
+            try:
+                tk = tasks.get_nowait()
+            except queue.Empty:
+                return
+            if tk is None:
+                return
+            done.put(pipeline.run(tk))
+
+    threads = [threading.Thread(target=worker, daemon=True, name=f"verify-{i}") for i in range(max(1, concurrency))]
+    for th in threads:
+        th.start()
+    remaining = len(todo)
+    try:
+        while remaining:
+            if stop.is_set():
+                return "interrupted"
+            try:
+                first = done.get(timeout=_FLUSH_SECONDS)
+            except queue.Empty:
+                if not any(th.is_alive() for th in threads) and done.empty():
+                    break
+                continue
+            batch = [first]  # and whatever else is complete now: one store write for them all
+            while len(batch) < _FLUSH_SIZE:
+                try:
+                    batch.append(done.get_nowait())
+                except queue.Empty:
+                    break
+            _store(batch, live, counts, total_cost, bar)
+            remaining -= len(batch)
+    except KeyboardInterrupt:
+        stop.set()
+        leftovers = []
+        while True:
+            try:
+                leftovers.append(done.get_nowait())
+            except queue.Empty:
+                break
+        _store(leftovers, live, counts, total_cost, bar)
+        return "interrupted"
+    return "completed" if remaining == 0 else "interrupted"
+
+
+def _store(
+    batch: list[tuple[dict[str, Any], dict[str, float | None]]],
+    live: LiveRun,
+    counts: Counter[str],
+    total_cost: list[float | None],
+    bar: _Progress,
+) -> None:
+    if not batch:
+        return
+    live.add([r for r, _ in batch], [c for _, c in batch])
+    passed = failed = 0
+    for result, costs in batch:
+        counts["done"] += 1
+        failure = result["metadata"]["failure"]
+        verdict = result["template"]["verify_result"]
+        if failure is None:
+            counts["passed_ok"] += 1
+        else:
+            counts["failure"] += 1
+            counts["cat:" + failure["category"]] += 1
+        if verdict is True:
+            counts["passed"] += 1
+            passed += 1
+        elif failure is not None:
+            counts["failed"] += 1
+            failed += 1
+        for value in costs.values():
+            if value is None:
+                total_cost[0] = None
+            elif total_cost[0] is not None:
+                total_cost[0] += value
+    bar.update(len(batch), counts["passed"], counts["failed"])
+
+
+def verify(
+    store: Store,
+    benchmark: str,
+    *,
+    judges: list[str | ModelSpec],
+    answerers: list[str | ModelSpec] | None = None,
+    answers: str | Path | None = None,
+    mode: Mode = "template_only",
+    replicates: int = 1,
+    questions: list[str] | None = None,
+    concurrency: int = 4,
+    trust_callables: bool = False,
+    run: str | None = None,
+    resume: str | None = None,
+    replay: str | Path | None = None,
+    record: str | Path | None = None,
+    base_url: str | None = None,
+    progress: bool = False,
+) -> RunReport:
+    """``karenina-rdf verify`` from Python. Models are ``PROVIDER:MODEL`` specs (or ModelSpec
+    objects, e.g. a fake model for tests); ``answers`` is an answers JSONL file."""
+    from ._answers import read_answers
+    from ._models import Transport
+    from ._pricing import cost_usd
+
+    transport = Transport(replay=replay, record=record, base_url=base_url)
+
+    def model(m: str | ModelSpec) -> ModelSpec:
+        return transport.model(m) if isinstance(m, str) else m
+
+    recorded = identities = None
+    if answers is not None:
+        recorded, identities, n = read_answers(answers)
+        replicates = max(replicates, n)
+    options = RunOptions(
+        mode=mode,
+        replicates=replicates,
+        questions=tuple(questions) if questions else None,
+        concurrency=concurrency,
+        trust_callables=trust_callables,
+        run_id=run,
+    )
+    return run_verification(
+        store,
+        benchmark,
+        judges=[model(j) for j in judges],
+        answerers=[model(a) for a in answerers or []] or None,
+        answers=recorded,
+        answer_identities=identities,
+        options=options,
+        resume=resume,
+        progress=progress,
+        cost=cost_usd,
+        extra_config={"transport": transport.describe()},
+    )
+
+
+def rescore(
+    store: Store,
+    run: str,
+    *,
+    judges: list[ModelSpec],
+    options: RunOptions | None = None,
+    sandbox: SandboxLike | None = None,
+    progress: bool = False,
+    cost: Any = None,
+    stop: threading.Event | None = None,
+) -> RunReport:
+    """Grade the answers stored in ``run`` again, with ``judges`` (and the benchmark's current
+    templates and rubric): a new run, no answering model called."""
+    from .._results_store import resolve_run
+    from ._answers import stored_answers
+
+    old_iri, _ = resolve_run(store, run)
+    answers, identities, replicates, benches = stored_answers(store, run)
+    if len(benches) != 1:
+        found = ", ".join(sorted(benches)) or "none"
+        raise VerificationError(f"run {run!r} must name exactly one stored benchmark to rescore (it names: {found})")
+    opts = (options or RunOptions()).model_copy(update={"replicates": replicates})
+    return run_verification(
+        store,
+        next(iter(benches)),
+        judges=judges,
+        answers=answers,
+        answer_identities=identities,
+        options=opts,
+        sandbox=sandbox,
+        progress=progress,
+        cost=cost,
+        extra_config={"rescored_from": old_iri},
+        stop=stop,
+        informed_by=old_iri,
+    )
+
+
+__all__ = ["rescore", "RETRY_CATEGORIES", "RunOptions", "RunReport", "run_verification", "stored_config"]
