@@ -38,11 +38,12 @@ from ._results_store import (
     _tally_lines,
     run_iri,
 )
-from ._vocab import CATALOG_GRAPH, KARENINA
+from ._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH
 
 if TYPE_CHECKING:
     from ._store import Store
 
+REFRESH_SECONDS = 0.5
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
@@ -117,8 +118,16 @@ class LiveRun:
                 self._cost_lines(r, result, costs[i])
         body = "".join(mapper.lines)
         mapper.lines.clear()
-        self.store.oxigraph.load(body.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
-        self._refresh()
+        ox_store = self.store.oxigraph
+        if mapper.model_lines:  # a model seen for the first time: its node before its results
+            models = "".join(mapper.model_lines).encode("utf-8")
+            mapper.model_lines.clear()
+            ox_store.load(models, format=ox.RdfFormat.N_TRIPLES, to_graph=MODELS_GRAPH)
+        ox_store.load(body.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+        # The run node and tallies are rewritten at most every REFRESH_SECONDS: rewriting them
+        # per result cost more than the result itself (docs/performance.md § Verification).
+        if time.monotonic() - self._refreshed >= REFRESH_SECONDS:
+            self._refresh()
         self.write_seconds += time.perf_counter() - t0
 
     def _cost_lines(self, r: str, result: dict[str, Any], costs: dict[str, float | None]) -> None:
@@ -130,7 +139,7 @@ class LiveRun:
             node = child_iri(r, "usage", stage, taken)  # the mapper names usage nodes the same way
             cost = costs.get(stage)
             if cost is not None:
-                self.mapper._add(f"<{node}>", _k("costUsd"), t.typed(repr(round(cost, 8)), _XSD + "decimal"))
+                self.mapper._add(f"<{node}>", _k("costUsd"), t.typed(f"{cost:.10f}", _XSD + "decimal"))
 
     def finish(self, summary: dict[str, Any], status: str) -> None:
         """The run's end: the final job summary and status (completed, interrupted, failed)."""
@@ -141,6 +150,7 @@ class LiveRun:
 
     # -- the run node and tallies --------------------------------------------------------
     status = "running"
+    _refreshed = 0.0
     write_seconds = 0.0  # mapping and writing results, for the speed benchmark's breakdown
 
     def _run_lines(self) -> str:
@@ -160,16 +170,15 @@ class LiveRun:
     def _refresh(self) -> None:
         g = self.graph
         run = f"<{self.iri}>"
-        models = "".join(self.mapper.model_lines)
-        self.mapper.model_lines.clear()
+        self._refreshed = time.monotonic()
         self.store.oxigraph.update(
-            f"{_shared_graphs(models)} ;\n"
             f"DELETE WHERE {{ GRAPH {g} {{ {run} ?p ?o }} }} ;\n"
             f"DELETE {{ GRAPH {g} {{ ?t ?p ?o }} }} WHERE {{ GRAPH {g} {{ ?t a <{KARENINA}Tally> ; ?p ?o }} }} ;\n"
             f"INSERT DATA {{ GRAPH {g} {{ {self._run_lines()} }} }}"
         )
 
     def _publish(self, new: bool) -> None:
+        self.store.oxigraph.update(_shared_graphs(""))  # the failure taxonomy results point to
         self._refresh()
         if not new:
             return

@@ -662,9 +662,16 @@ EXPECTED: dict[str, set[tuple[str, str | None, str]]] = {
         ),
         (
             ":run1",
-            "karenina:import",
-            "A run records each import of results into it, at least one, as a ResultsImport node (karenina:import)",
+            None,
+            "A run is either imported (karenina:import, one ResultsImport per file) or made by karenina-rdf verify "
+            "(karenina:configuration)",
         ),
+        (
+            ":run4",
+            "karenina:configuration",
+            "A run made by karenina-rdf verify records its configuration once, as rdf:JSON (karenina:configuration)",
+        ),
+        (":run4", "karenina:runStatus", "A run's status is one of running, completed, interrupted (karenina:runStatus)"),
         (":run1", "karenina:isComplete", "is_complete should be one boolean (metadata.job_summary.is_complete)"),
         (
             ":run1",
@@ -701,6 +708,11 @@ EXPECTED: dict[str, set[tuple[str, str | None, str]]] = {
         (":run2", None, "The run ends before it starts (metadata.job_summary.start_time, end_time)"),
     },
     "token-usage": {
+        (
+            ":u1",
+            "karenina:costUsd",
+            "The cost of a stage's calls is one decimal >= 0, in USD (karenina:costUsd, written by karenina-rdf verify)",
+        ),
         (
             ":u1",
             "karenina:inputTokens",

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 import platform
 import queue
 import threading
@@ -258,7 +259,7 @@ def run_verification(
     if sandbox is None:
         from ._sandbox import Sandbox
 
-        owned = sandbox = Sandbox(workers=max(1, min(opts.concurrency, 8)))
+        owned = sandbox = Sandbox(workers=max(1, min(opts.concurrency, os.cpu_count() or 2)))
     pipeline = Pipeline(
         sandbox=sandbox,
         global_traits=tuple(global_traits) if rubric_modes else (),
