@@ -1,12 +1,16 @@
 """``karenina-rdf verify``, ``rescore`` and ``templates generate``: run verification from the store.
 
-Exit codes: 0 when the run completed (failed tasks are results, not errors), 1 for bad input or
-a run that could not start, 130 when interrupted (the run is stored; ``--resume RUN`` finishes it).
+Exit codes: 0 when the run completed (failed tasks are results, not errors); 2 for options that
+do not make a run (no judge, both or neither of ``--answerer`` and ``--answers``, a model spec,
+mode or question id that does not exist, an unreadable answers file); 1 for bad data (a bad line
+of the answers file, an unknown benchmark or run, a store that cannot be opened); 130 when
+interrupted (what completed is stored; ``--resume RUN`` finishes it).
 """
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -85,14 +89,15 @@ def _report(r: RunReport) -> None:
         out.print(f"continue with: karenina-rdf verify {escape(r.benchmark)} --resume {escape(r.run_id)}")
 
 
-def _interruptible(action: Any) -> RunReport:
-    """Runs ``action(stop)``; Ctrl-C sets ``stop`` so the run stores what is complete and ends."""
-    stop = threading.Event()
+@contextmanager
+def _ctrl_c() -> Iterator[None]:
+    """Ctrl-C outside the run's own handler (opening the store, reading answers, starting the
+    sandbox) ends the command quietly: nothing was stored yet, or the run already saved its state."""
     try:
-        report: RunReport = action(stop)
-    except KeyboardInterrupt:  # raised outside the run's own handler (while starting): nothing stored
+        yield
+    except KeyboardInterrupt:
+        err.print("interrupted")
         raise typer.Exit(130) from None
-    return report
 
 
 def verify(
@@ -127,7 +132,7 @@ def verify(
     from .runner._answers import read_answers
     from .runner._run import run_verification, stored_config
 
-    with _errors(usage=(VerificationError,)):
+    with _ctrl_c(), _errors(usage=(VerificationError,)):
         s = _open(store, base_iri)
         try:
             if resume is not None:
@@ -140,6 +145,11 @@ def verify(
                 trust_callables = trust_callables or stored["trust_callables"]
                 run_name = run_name or stored["run_name"]
                 answers = answers or (Path(stored["answers_file"]) if stored.get("answers_file") else None)
+                # The same server answers the rest of the run, and a replayed run stays replayed.
+                was = stored.get("transport") or {}
+                base_url = base_url or was.get("base_url")
+                if replay is None and record is None and was.get("replay"):
+                    replay = Path(was["replay"])
             if not judge:
                 raise VerificationError("a run needs a judge: --judge PROVIDER:MODEL")
             if bool(answerer) == bool(answers):
@@ -166,21 +176,18 @@ def verify(
             extra = {"transport": transport.describe()}
             if answers is not None:
                 extra["answers_file"] = str(answers.resolve())
-            report = _interruptible(
-                lambda stop: run_verification(
-                    s,
-                    benchmark,
-                    judges=judges,
-                    answerers=answerers or None,
-                    answers=recorded,
-                    answer_identities=identities,
-                    options=options,
-                    resume=resume,
-                    progress=progress,
-                    cost=_cost(),
-                    extra_config=extra,
-                    stop=stop,
-                )
+            report = run_verification(
+                s,
+                benchmark,
+                judges=judges,
+                answerers=answerers or None,
+                answers=recorded,
+                answer_identities=identities,
+                options=options,
+                resume=resume,
+                progress=progress,
+                cost=_cost(),
+                extra_config=extra,
             )
         finally:
             s.close()
@@ -219,7 +226,7 @@ def rescore(
     """Grade a stored run's answers again with a new judge or the current rubric: a new run, no answering calls."""
     from .runner._run import rescore as do_rescore
 
-    with _errors(usage=(VerificationError,)):
+    with _ctrl_c(), _errors(usage=(VerificationError,)):
         s = _open(store, base_iri)
         try:
             if not judge:
@@ -234,11 +241,7 @@ def rescore(
                 trust_callables=trust_callables,
                 run_id=new_run,
             )
-            report = _interruptible(
-                lambda stop: do_rescore(
-                    s, run, judges=judges, options=options, progress=progress, cost=_cost(), stop=stop
-                )
-            )
+            report = do_rescore(s, run, judges=judges, options=options, progress=progress, cost=_cost())
         finally:
             s.close()
     _report(report)
@@ -267,7 +270,7 @@ def templates_generate(
     from .runner._generate import generate_templates
     from .runner._sandbox import Sandbox
 
-    with _errors(usage=(VerificationError,)):
+    with _ctrl_c(), _errors(usage=(VerificationError,)):
         s = _open(store, base_iri)
         try:
             spec = _transport(s, replay, record, cache, base_url).model(model)

@@ -869,7 +869,10 @@ def run_summary(store: Store, run: str, graph: ox.NamedNode) -> RunSummary:
     verified, passed = _count(row["verified"]), _count(row["passed"])
 
     def distinct(pattern: str) -> tuple[str, ...]:
-        rs = ox_store.query(f"SELECT DISTINCT ?x WHERE {{ {pattern} }} ORDER BY ?x", default_graph=graph)
+        # Model nodes live in the shared models graph, shared by every run that names them.
+        rs = ox_store.query(
+            f"SELECT DISTINCT ?x WHERE {{ {pattern} }} ORDER BY ?x", default_graph=[graph, MODELS_GRAPH]
+        )
         return tuple(term_value(r["x"]) for r in solutions(rs))
 
     preds = node_index(ox_store, graph, [run], skip=(run + "/",)).get(run, {})

@@ -39,7 +39,7 @@ def test_every_cli_command_is_documented() -> None:
         )
         assert command.callback is not None and command.callback.__doc__, f"{name} has no help text"
     groups = [(g.name, g.typer_instance) for g in app.registered_groups]
-    assert [name for name, _ in groups] == ["results"]
+    assert [name for name, _ in groups] == ["results", "templates"]
     for group, sub in groups:
         assert sub.registered_commands, f"no {group} commands"
         for c in sub.registered_commands:
@@ -48,7 +48,7 @@ def test_every_cli_command_is_documented() -> None:
 
 
 def test_docs_exist() -> None:
-    for doc in ("docs/ARCHITECTURE.md", "docs/data-model.md", "docs/performance.md"):
+    for doc in ("docs/ARCHITECTURE.md", "docs/data-model.md", "docs/performance.md", "docs/verification.md"):
         assert (ROOT / doc).is_file(), doc
 
 

@@ -116,6 +116,7 @@ def test_round_trip(bench: Store, tmp_path: Path, export: Path) -> None:
     fields = ("results", "verified", "passed", "pass_rate", "failures", "answering_models", "parsing_models")
     assert {f: getattr(from_db, f) for f in fields} == {f: getattr(from_json, f) for f in fields}
     assert from_db.pass_rate is not None
+    assert from_db.answering_models and from_db.parsing_models  # model labels come from the models graph
 
 
 def test_header_of_a_verified_run(bench: Store, tmp_path: Path) -> None:

@@ -671,7 +671,11 @@ EXPECTED: dict[str, set[tuple[str, str | None, str]]] = {
             "karenina:configuration",
             "A run made by karenina-rdf verify records its configuration once, as rdf:JSON (karenina:configuration)",
         ),
-        (":run4", "karenina:runStatus", "A run's status is one of running, completed, interrupted (karenina:runStatus)"),
+        (
+            ":run4",
+            "karenina:runStatus",
+            "A run's status is one of running, completed, interrupted (karenina:runStatus)",
+        ),
         (":run1", "karenina:isComplete", "is_complete should be one boolean (metadata.job_summary.is_complete)"),
         (
             ":run1",

@@ -75,11 +75,11 @@ class Transport:
             from ._retry import RetryingProvider
 
             provider, name = provider_from_spec(spec, base_url=self.base_url)
-            if self.record is not None:
-                provider = Recorder(provider, self.record)
             provider = RetryingProvider(provider)
             if self._cache is not None:
                 provider = CachedProvider(provider, self._cache)
+            if self.record is not None:  # outermost: answers from the cache are recorded too
+                provider = Recorder(provider, self.record)
         return ModelSpec(
             provider=provider,
             model=name,

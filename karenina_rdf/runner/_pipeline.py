@@ -79,7 +79,7 @@ class Answers:
 
 
 def _stage_error(stage: str, exc: ProviderError) -> StageError:
-    return StageError(exc.category, stage, f"{exc}", exhausted=exc.exhausted)
+    return StageError(exc.category, stage, f"{exc}", exhausted=exc.exhausted, retries=dict(exc.retries))
 
 
 class Pipeline:
@@ -236,6 +236,8 @@ class Pipeline:
             meta["answering_system_prompt"] = answer.system_prompt
             if answer.error is not None:
                 state.error = answer.error
+                if mine:  # a shared answer's retries are counted once, by the task that made the calls
+                    state.add_retries(answer.error.retries)
             else:
                 response_text = answer.text or ""
                 tpl["raw_llm_response"] = response_text
@@ -272,6 +274,7 @@ class Pipeline:
                 parsed = json_object(reply.text)
             except ProviderError as exc:
                 state.error = _stage_error("parse_template", exc)
+                state.add_retries(exc.retries)
                 if state.error.category not in ("timeout", "connection", "rate_limit", "server_error"):
                     state.error.category = "parsing"
                 return

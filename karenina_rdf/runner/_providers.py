@@ -29,15 +29,28 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
 
 from .._errors import VerificationError
-from ._anthropic import AnthropicProvider
 from ._cache import CachedProvider, ResponseCache
 from ._llm import ChatRequest, ChatResponse, Provider, Usage
 from ._openai import OpenAICompatibleProvider
 from ._pricing import PRICES_ENV, cost_usd, prices
 from ._replay import Recorder, ReplayProvider, read_recordings
 from ._retry import DEFAULT_BUDGETS, RetryingProvider, RetryPolicy, parse_retry_after
+
+if TYPE_CHECKING:
+    from ._anthropic import AnthropicProvider
+
+
+def __getattr__(name: str) -> Any:
+    # The SDK takes about a second to import: only runs that call Claude pay for it.
+    if name == "AnthropicProvider":
+        from ._anthropic import AnthropicProvider
+
+        return AnthropicProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_BUDGETS",
@@ -101,6 +114,8 @@ def provider_from_spec(spec: str, *, base_url: str | None = None) -> tuple[Provi
     if not colon or not prefix or not model:
         raise VerificationError(f"model spec {spec!r} is not PROVIDER:MODEL; known: {known}")
     if prefix == "anthropic":
+        from ._anthropic import AnthropicProvider
+
         return AnthropicProvider(base_url=base_url), model
     if prefix == "openai":
         url = base_url or os.environ.get(OPENAI_BASE_URL_ENV)

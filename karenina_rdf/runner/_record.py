@@ -50,6 +50,7 @@ class StageError:
     stage: str
     message: str
     exhausted: bool = False
+    retries: dict[str, int] = field(default_factory=dict)  # retries spent before giving up
 
 
 @dataclass
@@ -72,7 +73,10 @@ class TaskState:
             self.costs[stage] = cost
         else:
             self.costs[stage] = None  # one call of unknown price makes the stage's cost unknown
-        for category, n in response.retries.items():
+        self.add_retries(response.retries)
+
+    def add_retries(self, retries: dict[str, int]) -> None:
+        for category, n in retries.items():
             self.retries[category] = self.retries.get(category, 0) + n
 
     def warn(self, text: str) -> None:

@@ -1,0 +1,259 @@
+"""The parent's handle on one sandbox worker process: starting it (in fresh user and network
+namespaces when the host allows), talking to it over its two pipes with deadlines, arming its CPU
+limit before each call, and telling why it died. ``_sandbox`` pools these; ``_sandbox_worker``
+is the code on the other end.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import resource
+import select
+import shutil
+import signal
+import site
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from typing import TYPE_CHECKING, Any, Literal
+
+from ._sandbox_worker import HEADER, ID_SIZE
+
+if TYPE_CHECKING:
+    from ._sandbox import Limits
+
+Kind = Literal["exception", "timeout", "cpu", "memory", "forbidden", "crashed"]
+
+RUNNER_DIR = os.path.dirname(os.path.abspath(__file__))
+MAX_REPLY_BYTES = 64 * 1024 * 1024
+START_TIMEOUT = 60.0
+_BOOTSTRAP = (
+    "import sys, types, importlib\n"
+    "package = types.ModuleType('_karenina_sandbox')\n"
+    "package.__path__ = [sys.argv[1]]\n"
+    "sys.modules['_karenina_sandbox'] = package\n"
+    "importlib.import_module('_karenina_sandbox._sandbox_worker').main(sys.argv[2])\n"
+)
+
+
+_probe_lock = threading.Lock()
+_namespace_prefix: list[str] | None = None
+
+
+def namespace_prefix() -> list[str]:
+    """The command that puts a worker in fresh user and network namespaces, if this host allows it."""
+    global _namespace_prefix
+    with _probe_lock:
+        if _namespace_prefix is None:
+            _namespace_prefix = []
+            unshare = shutil.which("unshare")
+            if unshare is not None:
+                try:
+                    probe = subprocess.run([unshare, "-rn", "true"], capture_output=True, timeout=10, check=False)
+                    if probe.returncode == 0:
+                        _namespace_prefix = [unshare, "-rn"]
+                except (OSError, subprocess.SubprocessError):
+                    pass
+        return _namespace_prefix
+
+
+def _python_roots() -> list[str]:
+    roots = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix, *site.getsitepackages()}
+    return sorted(os.path.realpath(r) for r in roots)
+
+
+class WorkerGone(Exception):
+    pass
+
+
+class WorkerProcess:
+    """One worker process as the parent sees it. Used by one thread at a time."""
+
+    cpu_limit_works = True  # False once the host refused to set a worker's RLIMIT_CPU
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self.tmpdir = tempfile.mkdtemp(prefix="karenina-sandbox-")
+        self.cpu = 0.0
+        self.armed: int | None = None  # the soft RLIMIT_CPU last set
+        self.hard_cpu: int | None = None
+        self.ready = False
+        self.killed = False
+        req_r, self.req_w = os.pipe()
+        self.resp_r, resp_w = os.pipe()
+        config = {
+            "req_fd": req_r,
+            "resp_fd": resp_w,
+            "tmpdir": self.tmpdir,
+            "memory_mb": limits.memory_mb,
+            "max_processes": limits.max_processes,
+            "python_roots": _python_roots(),
+        }
+        env = {"PATH": os.defpath, "HOME": self.tmpdir, "TMPDIR": self.tmpdir, "LANG": "C.UTF-8"}
+        try:
+            with open(os.path.join(self.tmpdir, ".worker-stderr"), "wb") as stderr:
+                self.proc = subprocess.Popen(
+                    [*namespace_prefix(), sys.executable, "-I", "-B", "-c", _BOOTSTRAP, RUNNER_DIR, json.dumps(config)],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL,
+                    stderr=stderr,
+                    pass_fds=(req_r, resp_w),
+                    cwd=self.tmpdir,
+                    env=env,
+                    start_new_session=True,  # its own process group, so a kill takes its children too
+                )
+        except BaseException:
+            os.close(self.req_w)
+            os.close(self.resp_r)
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            raise
+        finally:
+            os.close(req_r)
+            os.close(resp_w)
+        os.set_blocking(self.req_w, False)
+        os.set_blocking(self.resp_r, False)
+        self._writable, self._readable = select.poll(), select.poll()
+        self._writable.register(self.req_w, select.POLLOUT)
+        self._readable.register(self.resp_r, select.POLLIN)
+
+    def ensure_ready(self) -> None:
+        """Wait for the worker's hello (once); raises TimeoutError or WorkerGone."""
+        if not self.ready:
+            hello = self._read(time.monotonic() + START_TIMEOUT)
+            if not hello.get("ready"):
+                raise WorkerGone("the worker did not start")
+            self.cpu, self.ready = float(hello.get("cpu", 0.0)), True
+
+    def call(self, body: bytes, deadline: float) -> dict[str, Any]:
+        """Send one JSON request and wait for its reply; raises TimeoutError or WorkerGone."""
+        self._arm_cpu_limit()
+        request_id = os.urandom(ID_SIZE // 2).hex()
+        self._write(HEADER.pack(ID_SIZE + len(body)) + request_id.encode("ascii") + body, deadline)
+        reply = self._read(deadline)
+        if reply.get("id") != request_id:
+            raise WorkerGone("the worker sent a reply to a different request (protocol tampering)")
+        self.cpu = float(reply.get("cpu") or self.cpu)
+        return reply
+
+    def _arm_cpu_limit(self) -> None:
+        # Only the soft limit moves: raising a hard limit needs CAP_SYS_RESOURCE, which even a
+        # container's root often lacks. Code that ignores SIGXCPU is left to the wall clock.
+        soft = math.ceil(self.cpu + self.limits.cpu_seconds)
+        if soft == self.armed or not WorkerProcess.cpu_limit_works:
+            return
+        try:
+            if self.hard_cpu is None:
+                self.hard_cpu = resource.prlimit(self.proc.pid, resource.RLIMIT_CPU)[1]
+            if self.hard_cpu != resource.RLIM_INFINITY:
+                soft = min(soft, self.hard_cpu)
+            resource.prlimit(self.proc.pid, resource.RLIMIT_CPU, (soft, self.hard_cpu))
+        except ProcessLookupError as exc:
+            raise WorkerGone("the worker exited") from exc
+        except PermissionError:
+            WorkerProcess.cpu_limit_works = False  # this host does not let us: the wall clock still holds
+            return
+        self.armed = soft
+
+    def _write(self, data: bytes, deadline: float) -> None:
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(self.req_w, view) :]
+            except BlockingIOError:
+                self._wait(self._writable, deadline)
+            except BrokenPipeError as exc:
+                raise WorkerGone("the worker closed its request pipe") from exc
+
+    def _read(self, deadline: float) -> dict[str, Any]:
+        # One read usually brings header and body together; ask for more only when it did not.
+        buffer = bytearray()
+        size: int | None = None
+        while size is None or len(buffer) < HEADER.size + size:
+            try:
+                chunk = os.read(self.resp_r, 1 << 20)
+            except BlockingIOError:
+                self._wait(self._readable, deadline)
+                continue
+            if not chunk:
+                raise WorkerGone("the worker exited")
+            buffer += chunk
+            if size is None and len(buffer) >= HEADER.size:
+                size = HEADER.unpack_from(buffer)[0]
+                if size > MAX_REPLY_BYTES:
+                    raise WorkerGone(f"the worker sent an oversized reply ({size} bytes)")
+        if len(buffer) != HEADER.size + size:
+            raise WorkerGone("the worker sent more than one reply (protocol tampering)")
+        try:
+            reply = json.loads(buffer[HEADER.size :])
+        except ValueError as exc:
+            raise WorkerGone("the worker sent a malformed reply") from exc
+        if not isinstance(reply, dict):
+            raise WorkerGone("the worker sent a malformed reply")
+        return reply
+
+    @staticmethod
+    def _wait(poller: select.poll, deadline: float) -> None:
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise TimeoutError
+            if poller.poll(remaining * 1000):
+                return
+
+    def death_reason(self) -> tuple[Kind, str]:
+        """Why the worker went away, once it has (reaps it): an outcome kind and a message."""
+        cpu = self._cpu_from_proc()
+        try:
+            code = self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            code = self.proc.wait()
+        soft = self.armed
+        if code == -signal.SIGXCPU or (
+            code == -signal.SIGKILL and soft is not None and cpu is not None and cpu >= soft
+        ):
+            return "cpu", f"CPU time limit exceeded ({self.limits.cpu_seconds:g} s)"
+        if code < 0:
+            name = signal.Signals(-code).name
+            return "crashed", f"the sandbox worker died from signal {name}{self._stderr_tail()}"
+        return "crashed", f"the sandbox worker exited with status {code}{self._stderr_tail()}"
+
+    def _cpu_from_proc(self) -> float | None:
+        try:
+            with open(f"/proc/{self.proc.pid}/stat") as stat:
+                fields = stat.read().rsplit(")", 1)[1].split()
+            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            return None
+
+    def _stderr_tail(self) -> str:
+        try:
+            with open(os.path.join(self.tmpdir, ".worker-stderr"), "rb") as stderr:
+                stderr.seek(0, os.SEEK_END)
+                stderr.seek(max(0, stderr.tell() - 300))
+                tail = stderr.read().decode("utf-8", "replace").strip()
+        except OSError:
+            return ""
+        return f": {tail}" if tail else ""
+
+    def kill(self) -> None:
+        self.killed = True
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def close(self, graceful: bool = True) -> None:
+        for fd in (self.req_w, self.resp_r):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        if graceful:  # the worker sees end-of-file on its request pipe and exits by itself
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=2)
+        if self.proc.poll() is None:
+            self.kill()
+            self.proc.wait()
+        shutil.rmtree(self.tmpdir, ignore_errors=True)

@@ -1,0 +1,405 @@
+"""The sandbox: template and callable code runs in worker processes under limits, every failure
+comes back as a ``SandboxOutcome`` of the right kind, and the same sandbox keeps answering.
+
+Network tests only ever aim at a listener this test opens on 127.0.0.1."""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import cloudpickle
+import pytest
+
+from karenina_rdf.runner._sandbox import Limits, Sandbox, SandboxOutcome, namespace_prefix
+
+from .conftest import CORPUS, EXAMPLES
+
+GOOD = """
+class Answer(BaseAnswer):
+    target: str = Field(description="The kinase named as the primary target")
+
+    def ground_truth(self):
+        self.correct = {"target": "BCR-ABL"}
+
+    def verify(self) -> bool:
+        return "BCRABL" in self.target.upper().replace("-", "")
+"""
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Iterator[Sandbox]:
+    with Sandbox(workers=2, limits=Limits(cpu_seconds=1, wall_seconds=4, memory_mb=256)) as sb:
+        yield sb
+
+
+@pytest.fixture
+def listener() -> Iterator[tuple[socket.socket, int]]:
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen()
+    server.settimeout(0.2)
+    yield server, server.getsockname()[1]
+    server.close()
+
+
+def _still_works(sb: Sandbox) -> None:
+    outcome = sb.verify_template(GOOD, {"target": "bcr-abl"}, "It targets BCR-ABL.", "q1")
+    assert outcome.ok, outcome
+    assert outcome.value["verify_result"] is True
+
+
+def _attack(body: str) -> str:
+    """A valid template whose verify() runs ``body`` first."""
+    indented = "\n".join("        " + line for line in body.splitlines())
+    return f"""
+class Answer(BaseAnswer):
+    target: str = Field(description="anything")
+
+    def verify(self) -> bool:
+{indented}
+        return True
+"""
+
+
+ATTACKS = [
+    ("infinite loop", "while True:\n    pass", "cpu", "CPU time limit exceeded"),
+    ("sleep", "import time\ntime.sleep(60)", "timeout", "wall-clock limit exceeded"),
+    ("one huge allocation", "x = bytearray(4 * 1024 ** 3)", "memory", "memory limit exceeded"),
+    ("growing list", "hoard = []\nwhile True:\n    hoard.append(' ' * 10 ** 6)", "memory", "memory limit"),
+    ("fork bomb", "import os\nwhile True:\n    os.fork()", "forbidden", "starting a process (os.fork)"),
+    ("subprocess", "import subprocess\nsubprocess.run(['true'])", "forbidden", "starting a process"),
+    ("os.system", "import os\nos.system('true')", "forbidden", "starting a process (os.system)"),
+    ("posix_spawn", "import os\nos.posix_spawn('/bin/true', ['true'], {})", "forbidden", "os.posix_spawn"),
+    ("read /etc/passwd", "open('/etc/passwd').read()", "forbidden", "reading '/etc/passwd'"),
+    ("list /", "import os\nos.listdir('/')", "forbidden", "reading '/'"),
+    ("caught refusal", "try:\n    open('/etc/passwd')\nexcept Exception:\n    pass", "forbidden", "/etc/passwd"),
+    ("escape via ..", "open('../../../../etc/hostname').read()", "forbidden", "reading '/etc/hostname'"),
+    ("symlink out", "import os\nos.symlink('/etc/passwd', 'p')", "forbidden", "creating links"),
+    ("ctypes", "import ctypes", "forbidden", "using ctypes"),
+    ("signal the parent", "import os\nos.kill(os.getppid(), 0)", "forbidden", "signalling another process"),
+    ("trace hooks", "import sys\nsys.settrace(lambda *a: None)", "forbidden", "sys.settrace"),
+    (
+        "compiled code from the sandbox directory",
+        "import os, shutil, sys, _bz2\nshutil.copy(_bz2.__file__, '.')\ndel sys.modules['_bz2']\n"
+        "sys.path.insert(0, os.getcwd())\nimport _bz2",
+        "forbidden",
+        "loading compiled code from",
+    ),
+    ("open a directory", "import os\nos.open('.', os.O_RDONLY)", "forbidden", "opening the directory"),
+    (
+        "chmod through a descriptor",
+        "import os\nos.fchmod(os.open(os.__file__, os.O_RDONLY), 0o777)",
+        "forbidden",
+        "writing",
+    ),
+    ("sqlite", "import sqlite3\nsqlite3.connect('/tmp/x.db')", "forbidden", "cannot check (import _sqlite3)"),
+    ("sub-interpreter", "import _xxsubinterpreters", "forbidden", "sub-interpreters"),
+    ("fifo", "import os\nos.mkfifo('/tmp/karenina-fifo')", None, "AttributeError"),  # removed from os
+    ("exit", "import os\nos._exit(3)", "crashed", "exited with status 3"),
+    ("segfault", "import faulthandler\nfaulthandler._sigsegv()", "crashed", "SIGSEGV"),
+    ("sys.exit", "raise SystemExit(4)", "exception", "SystemExit: 4"),  # unlike Exception, not a verify() result
+    ("recursion", "def f():\n    return f()\nf()", None, "RecursionError"),  # an ordinary verify() failure
+]
+
+
+@pytest.mark.parametrize(("body", "kind", "error"), [a[1:] for a in ATTACKS], ids=[a[0] for a in ATTACKS])
+def test_attacks_end_as_failed_outcomes_and_the_run_goes_on(
+    sandbox: Sandbox, body: str, kind: str | None, error: str | None
+) -> None:
+    outcome = sandbox.verify_template(_attack(body), {"target": "x"}, "raw", None)
+    if kind is None:
+        assert outcome.ok and outcome.value["verify_result"] is False
+        assert error in outcome.value["field_verification_error"]
+    else:
+        assert not outcome.ok
+        assert outcome.kind == kind, outcome
+        assert outcome.error is not None and error in outcome.error and len(outcome.error) <= 500
+    _still_works(sandbox)
+
+
+def test_template_class_body_is_guarded_too(sandbox: Sandbox) -> None:
+    code = GOOD + "\nimport os\nos.listdir('/root')\n"
+    outcome = sandbox.validate_template(code)
+    assert (outcome.ok, outcome.kind) == (False, "forbidden")
+    assert sandbox.validate_template(code).kind == "forbidden"  # a refused load is never cached as valid
+    _still_works(sandbox)
+
+
+def test_files_outside_the_sandbox_directory(sandbox: Sandbox, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.txt"
+    secret.write_text("top secret")
+    read = sandbox.verify_template(_attack(f"open({str(secret)!r}).read()"), {"target": "x"}, "", None)
+    assert read.kind == "forbidden" and str(secret) in (read.error or "") and "top secret" not in (read.error or "")
+
+    target = tmp_path / "written.txt"
+    write = sandbox.verify_template(_attack(f"open({str(target)!r}, 'w').write('x')"), {"target": "x"}, "", None)
+    assert write.kind == "forbidden" and "writing" in (write.error or "")
+    assert not target.exists()
+
+    low_level = _attack(f"import os\nos.open({str(target)!r}, os.O_WRONLY | os.O_CREAT)")
+    assert sandbox.verify_template(low_level, {"target": "x"}, "", None).kind == "forbidden"
+    assert not target.exists()
+    _still_works(sandbox)
+
+
+def test_max_processes_allows_that_many() -> None:
+    one = _attack("import subprocess\nassert subprocess.run(['true']).returncode == 0")
+    two = _attack("import subprocess\nsubprocess.run(['true'])\nsubprocess.run(['true'])")
+    with Sandbox(workers=1, limits=Limits(max_processes=1, wall_seconds=10)) as sb:
+        assert sb.verify_template(one, {"target": "x"}, "", None).value["verify_result"] is True
+        assert sb.verify_template(two, {"target": "x"}, "", None).kind == "forbidden"
+        _still_works(sb)
+
+
+def test_the_sandbox_directory_is_usable(sandbox: Sandbox) -> None:
+    body = "import os, tempfile\nopen('notes.txt', 'w').write('ok')\nassert open('notes.txt').read() == 'ok'\n"
+    body += "os.mkdir('d')\nos.rename('notes.txt', 'd/n.txt')\nassert os.listdir('d') == ['n.txt']\n"
+    body += "with tempfile.TemporaryDirectory() as t:\n    open(os.path.join(t, 'x'), 'w').close()"
+    outcome = sandbox.verify_template(_attack(body), {"target": "x"}, "", None)
+    assert outcome.ok and outcome.value["verify_result"] is True, outcome
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "import socket\ns = socket.socket()\ns.connect(('127.0.0.1', PORT))",
+        "import socket\nsocket.create_connection(('127.0.0.1', PORT), timeout=1)",
+        "import urllib.request\nurllib.request.urlopen('http://127.0.0.1:PORT/', timeout=1)",
+    ],
+    ids=["socket", "create_connection", "urllib"],
+)
+def test_no_network(sandbox: Sandbox, listener: tuple[socket.socket, int], body: str) -> None:
+    server, port = listener
+    outcome = sandbox.verify_template(_attack(body.replace("PORT", str(port))), {"target": "x"}, "", None)
+    assert outcome.kind == "forbidden", outcome
+    assert "network access" in (outcome.error or "")
+    with pytest.raises(TimeoutError):
+        server.accept()  # nothing got through
+    _still_works(sandbox)
+
+
+@pytest.mark.skipif(not namespace_prefix(), reason="unprivileged user namespaces are not available here")
+def test_network_namespace_holds_without_the_audit_hook(listener: tuple[socket.socket, int]) -> None:
+    """What a worker's process sees when code gets past the audit hook: no route to 127.0.0.1."""
+    server, port = listener
+    probe = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)"
+    result = subprocess.run([*namespace_prefix(), sys.executable, "-c", probe], capture_output=True, timeout=30)
+    assert result.returncode != 0
+    assert b"Network is unreachable" in result.stderr, result.stderr
+    with pytest.raises(TimeoutError):
+        server.accept()
+
+
+def test_template_semantics_through_the_sandbox(sandbox: Sandbox) -> None:
+    validated = sandbox.validate_template(GOOD)
+    assert validated.ok and validated.elapsed > 0
+    assert validated.value == {
+        "class_name": "Answer",
+        "fields": ["target"],
+        "json_schema": validated.value["json_schema"],
+        "regex_only": False,
+        "declarative": False,
+    }
+    assert set(validated.value["json_schema"]["properties"]) == {"target"}
+
+    wrong = sandbox.verify_template(GOOD, {"target": "EGFR"}, "EGFR", "q1")
+    assert wrong.ok and wrong.value["verify_result"] is False
+    assert wrong.value["parsed_gt_response"] == {"target": "BCR-ABL"}
+    assert wrong.value["parsed_llm_response"] == {"target": "EGFR"}
+
+    parse = sandbox.verify_template(GOOD, {"target": ["not", "a", "string"]}, "", None)
+    assert (parse.ok, parse.kind) == (False, "exception") and parse.error is not None
+    assert parse.error.startswith("parse:")
+
+    invalid = sandbox.validate_template("class Answer(BaseAnswer):\n    x: int = Field(description='x')\n")
+    assert (invalid.ok, invalid.kind) == (False, "exception")
+    assert "does not have a 'verify' method" in (invalid.error or "")
+
+    raising = GOOD.replace('return "BCRABL" in self.target.upper().replace("-", "")', "return {}['missing']")
+    result = sandbox.verify_template(raising, {"target": "x"}, "", None)
+    assert result.ok and result.value["verify_result"] is False
+    assert result.value["field_verification_error"] == "KeyError: 'missing'"
+
+    regex_only = (
+        "class Answer(BaseAnswer):\n    def ground_truth(self):\n"
+        "        self.regex = {'n': {'pattern': r'\\d+', 'expected': '7'}}\n"
+    )
+    assert sandbox.validate_template(regex_only).value["regex_only"] is True
+    result = sandbox.verify_template(regex_only, None, "answer: 7", None)
+    assert result.ok and result.value["verify_result"] is True
+    assert result.value["regex_extraction_results"] == {"n": ["7"]}
+
+
+def test_every_outcome_is_json(sandbox: Sandbox) -> None:
+    code = """
+class Answer(BaseAnswer):
+    tags: List[str] = Field(description="tags")
+
+    def ground_truth(self):
+        self.correct = {"tags": {"b", "a"}}  # a set and a tuple are not JSON: they come back as lists
+        self.regex = {"pairs": {"pattern": r"(\\w)=(\\d)", "expected": 1, "match_type": "count"}}
+
+    def verify(self) -> bool:
+        return set(self.tags) == self.correct["tags"]
+"""
+    outcome = sandbox.verify_template(code, {"tags": ["a", "b"]}, "a=1", None)
+    assert outcome.ok and outcome.value["verify_result"] is True
+    assert sorted(outcome.value["parsed_gt_response"]["tags"]) == ["a", "b"]
+    assert outcome.value["regex_extraction_results"] == {"pairs": [["a", "1"]]}
+    json.dumps(outcome.value)
+
+
+def test_example_templates_in_the_sandbox(sandbox: Sandbox) -> None:
+    from .test_runner_answer import _templates_in
+
+    codes = [code for path in sorted(EXAMPLES.glob("*.jsonld")) for code in _templates_in(path)]
+    assert codes
+    kinds = {"string": "", "integer": 0, "boolean": False}
+    for code in codes:
+        info = sandbox.validate_template(code)
+        assert info.ok, info
+        properties = info.value["json_schema"]["properties"]
+        placeholders = {name: kinds[properties[name]["type"]] for name in info.value["fields"]}
+        correct = sandbox.verify_template(code, placeholders, "", None).value["parsed_gt_response"]
+        assert sandbox.verify_template(code, correct, "", "q").value["verify_result"] is True
+
+
+def _payload(fn: Callable[[str], Any]) -> str:
+    return base64.b64encode(cloudpickle.dumps(fn)).decode()
+
+
+def _functions() -> dict[str, Callable[[str], Any]]:
+    # Defined in a function so cloudpickle sends them by value, as Karenina's callable traits are.
+    def is_long(text: str) -> bool:
+        return len(text.split()) > 3
+
+    def word_score(text: str) -> float:
+        return len(text.split()) / 2
+
+    def broken(text: str) -> bool:
+        return 1 / 0 > 0
+
+    def not_json(text: str) -> object:
+        return object()
+
+    def snoop(text: str) -> str:
+        with open("/etc/passwd") as f:
+            return f.read()
+
+    return {"is_long": is_long, "word_score": word_score, "broken": broken, "not_json": not_json, "snoop": snoop}
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "ok", "value", "kind", "error"),
+    [
+        ("is_long", "one two three four", True, True, None, None),
+        ("is_long", "short", True, False, None, None),
+        ("word_score", "one two three", True, 1.5, None, None),
+        ("broken", "x", False, None, "exception", "ZeroDivisionError"),
+        ("not_json", "x", False, None, "exception", "callable returned a object"),
+        ("snoop", "x", False, None, "forbidden", "/etc/passwd"),
+    ],
+)
+def test_callables(
+    sandbox: Sandbox, name: str, text: str, ok: bool, value: Any, kind: str | None, error: str | None
+) -> None:
+    outcome = sandbox.run_callable(_payload(_functions()[name]), text)
+    assert (outcome.ok, outcome.value, outcome.kind) == (ok, value, kind)
+    assert type(outcome.value) is type(value)  # a bool stays a bool, a float a float
+    if error is not None:
+        assert error in (outcome.error or "")
+    assert sandbox.run_callable("not base64!", "x").kind == "exception"
+    _still_works(sandbox)
+
+
+@pytest.mark.skipif(not CORPUS.is_dir(), reason="the Karenina corpus is absent")
+def test_corpus_callable_traits(sandbox: Sandbox) -> None:
+    data = json.loads((CORPUS / "generated__all_features.jsonld").read_text())
+    traits = {
+        r["name"]: next(p["value"] for p in r["additionalProperty"] if p["name"] == "callable_code")
+        for r in data["rating"]
+        if r.get("additionalType", "").endswith("CallableTrait")
+    }
+    text = "Therefore the answer is formal and rather long, with well over twenty words in total " * 2
+    results = {name: sandbox.run_callable(payload, text) for name, payload in traits.items()}
+    assert {name: r.value for name, r in results.items()} == {"is_long": True, "length_bucket": 2, "tone": "formal"}
+
+
+def test_templates_are_executed_once_per_worker() -> None:
+    # Each execution of the template bumps a counter the instance then reports as an extra attribute.
+    code = "import builtins\nbuiltins.loads = getattr(builtins, 'loads', 0) + 1\n" + GOOD.replace(
+        'self.correct = {"target": "BCR-ABL"}', 'self.correct = {"target": "BCR-ABL"}\n        self.loads = loads'
+    )
+    with Sandbox(workers=1) as sb:
+        counts = [sb.verify_template(code, {"target": "BCR-ABL"}, "", None).value for _ in range(20)]
+    assert {c["parsed_llm_response"]["loads"] for c in counts} == {1}
+    assert all(c["verify_result"] for c in counts)
+
+
+def test_concurrent_calls_share_the_pool(sandbox: Sandbox) -> None:
+    seen: list[tuple[Any, Any]] = []
+    lock = threading.Lock()
+
+    def work(i: int) -> None:
+        for j in range(15):
+            if (i + j) % 7 == 0:  # now and then a call kills its worker
+                outcome = sandbox.verify_template(_attack("import os\nos._exit(1)"), {"target": "x"}, "", None)
+                observed, wanted = outcome.kind, "crashed"
+            else:
+                target = "BCR-ABL" if j % 2 else "KIT"
+                outcome = sandbox.verify_template(GOOD, {"target": target}, target, f"q{i}-{j}")
+                observed = outcome.ok and (outcome.value["verify_result"], outcome.value["parsed_llm_response"])
+                wanted = (target == "BCR-ABL", {"target": target})
+            with lock:
+                seen.append((observed, wanted))
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(seen) == 90
+    assert all(observed == wanted for observed, wanted in seen), [p for p in seen if p[0] != p[1]]
+
+
+def test_worker_environment_and_cleanup() -> None:
+    os.environ["KARENINA_SANDBOX_TEST_SECRET"] = "s3cret"
+    try:
+        sb = Sandbox(workers=1)
+        peek = _attack(
+            "import os\nassert 'KARENINA_SANDBOX_TEST_SECRET' not in os.environ\n"
+            "assert os.getcwd() == os.environ['HOME'] == os.environ['TMPDIR']"
+        )
+        assert sb.verify_template(peek, {"target": "x"}, "", None).value["verify_result"] is True
+        directories = [w.tmpdir for w in sb._live]
+        assert directories and all(os.path.isdir(d) for d in directories)
+        sb.close()
+        assert not any(os.path.exists(d) for d in directories)
+        with pytest.raises(RuntimeError):
+            sb.validate_template(GOOD)
+        sb.close()  # closing twice is harmless
+    finally:
+        del os.environ["KARENINA_SANDBOX_TEST_SECRET"]
+
+
+def test_layers_and_limits() -> None:
+    with Sandbox(workers=1) as sb:
+        layers = sb.layers
+    assert layers["audit_hook"] and layers["wall_clock"] and layers["rlimit_cpu"] and layers["rlimit_as"]
+    assert layers["user_and_network_namespace"] is bool(namespace_prefix())
+    with pytest.raises(ValueError):
+        Limits(cpu_seconds=0)
+    with pytest.raises(ValueError):
+        Sandbox(workers=0)
+    outcome = SandboxOutcome(ok=True)
+    with pytest.raises(ValueError):
+        outcome.ok = False  # type: ignore[misc]
