@@ -164,7 +164,13 @@ class Store:
                 self.path.mkdir(parents=True, exist_ok=True)
                 self._ox = ox.Store(str(self.path))
         except OSError as exc:
-            raise StoreError(f"cannot open store at {self.path}: {exc}") from None
+            hint = ""
+            if "LOCK" in str(exc):  # RocksDB lets one process hold the store
+                hint = (
+                    " (another process, such as `karenina-rdf serve`, has it open: stop it, or put the store"
+                    " on a SPARQL server that both can use)"
+                )
+            raise StoreError(f"cannot open store at {self.path}: {exc}{hint}") from None
         self.base_iri = self._settle_base_iri(requested)
         if remote is None:
             # One process holds an on-disk store: what is marked pending was left by a crash. On a

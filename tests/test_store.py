@@ -377,3 +377,27 @@ def test_queries_do_not_see_a_graph_being_loaded(store: Store) -> None:
     store._pending(loading, True)
     assert int(next(iter(store.query(count)))["n"].value) == 4
     store._pending(loading, False)
+
+
+def test_a_store_another_process_holds_is_named_with_a_hint(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    held = tmp_path / "held"
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            f"from karenina_rdf import Store; s = Store({str(held)!r}); print('open', flush=True); input()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
+        with pytest.raises(StoreError) as err:
+            Store(held)
+        assert str(held) in str(err.value) and "another process" in str(err.value)
+    finally:
+        holder.communicate("\n", timeout=30)
