@@ -155,10 +155,19 @@ def test_json_object(reply: str, expected: dict) -> None:
     assert json_object(reply) == expected
 
 
-@pytest.mark.parametrize("reply", ["", "no json here", "[1, 2, 3]", '{"unterminated": '])
-def test_json_object_refuses(reply: str) -> None:
-    with pytest.raises(ValueError, match="judge's reply"):
+@pytest.mark.parametrize(
+    ("reply", "message"),
+    [
+        ("", "the reply is empty"),
+        ("no json here", "the reply holds no JSON object: 'no json here'"),
+        ("[1, 2, 3]", "the reply holds no JSON object: '[1, 2, 3]'"),
+        ('{"unterminated": ', "the reply holds no JSON object: '{\"unterminated\":'"),
+    ],
+)
+def test_json_object_refuses(reply: str, message: str) -> None:
+    with pytest.raises(ValueError) as err:
         json_object(reply)
+    assert str(err.value) == message
 
 
 def test_parsing_prompt_holds_question_response_schema_and_hints_only() -> None:

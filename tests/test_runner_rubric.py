@@ -16,6 +16,7 @@ from karenina_rdf import Benchmark, Store
 from karenina_rdf._errors import ProviderError
 from karenina_rdf._rubric import RubricTrait
 from karenina_rdf.runner._llm import ChatRequest, ChatResponse, Usage
+from karenina_rdf.runner._prompts import json_object
 from karenina_rdf.runner._rubric_eval import (
     CALLABLE_NO_SANDBOX,
     CALLABLE_UNTRUSTED,
@@ -23,7 +24,6 @@ from karenina_rdf.runner._rubric_eval import (
     MISSING_LABEL,
     RubricOutcome,
     evaluate_rubric,
-    extract_json_object,
     merge_rubrics,
 )
 
@@ -347,7 +347,7 @@ def test_request_shape() -> None:
     ids=["fenced", "prose around", "brace before", "two objects"],
 )
 def test_json_is_found_in_wrapped_replies(text: str) -> None:
-    assert extract_json_object(text) == {"scores": {"clear": True}}
+    assert json_object(text) == {"scores": {"clear": True}}
     assert run([BOOL], FakeJudge(text)).part["llm_trait_scores"] == {"clear": True}
 
 
@@ -358,7 +358,7 @@ def test_unusable_reply_drops_the_traits_but_counts_the_call() -> None:
     assert len(out.calls) == 1
     assert out.warnings == [
         "Rubric evaluation failed: judge reply for traits 'clear', 'depth' is unusable: "
-        "no JSON object in the reply ('I cannot judge this.')"
+        "the reply holds no JSON object: 'I cannot judge this.'"
     ]
 
 

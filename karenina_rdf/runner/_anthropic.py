@@ -30,7 +30,7 @@ import anthropic
 
 from .._errors import ProviderError, VerificationError
 from ._llm import ChatRequest, ChatResponse, Usage
-from ._retry import call_context, parse_retry_after, redact
+from ._retry import call_context, redact, status_error
 
 if TYPE_CHECKING:
     from anthropic.types import MessageParam
@@ -102,14 +102,7 @@ class AnthropicProvider:
         if isinstance(err, anthropic.APIStatusError):
             status = err.status_code
             detail = redact(f"{where}: HTTP {status} {err.type or ''}: {err.api_message or err.message}", self._key)
-            retry_after = parse_retry_after(err.response.headers)
-            if status in (429, 529):
-                return ProviderError(detail, category="rate_limit", retryable=True, retry_after=retry_after)
-            if status == 408:
-                return ProviderError(detail, category="timeout", retryable=True, retry_after=retry_after)
-            if status >= 500:
-                return ProviderError(detail, category="server_error", retryable=True, retry_after=retry_after)
-            return ProviderError(detail, category="unexpected_error")
+            return status_error(detail, status, err.response.headers)
         return ProviderError(redact(f"{where}: {type(err).__name__}: {err}", self._key), category="unexpected_error")
 
 

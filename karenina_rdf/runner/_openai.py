@@ -24,7 +24,7 @@ import httpx
 
 from .._errors import ProviderError, VerificationError
 from ._llm import ChatRequest, ChatResponse, Usage
-from ._retry import call_context, parse_retry_after, redact
+from ._retry import call_context, redact, status_error
 
 API_KEY_ENV = "OPENAI_API_KEY"
 
@@ -92,14 +92,7 @@ class OpenAICompatibleProvider:
         status = response.status_code
         if status >= 400:
             detail = redact(f"{where}: HTTP {status}: {_error_text(response)}", self._key)
-            retry_after = parse_retry_after(response.headers)
-            if status in (429, 529):
-                raise ProviderError(detail, category="rate_limit", retryable=True, retry_after=retry_after)
-            if status == 408:
-                raise ProviderError(detail, category="timeout", retryable=True, retry_after=retry_after)
-            if status >= 500:
-                raise ProviderError(detail, category="server_error", retryable=True, retry_after=retry_after)
-            raise ProviderError(detail, category="unexpected_error")
+            raise status_error(detail, status, response.headers)
         try:
             data = response.json()
             message = data["choices"][0]["message"]

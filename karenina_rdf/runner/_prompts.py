@@ -83,4 +83,4 @@ def json_object(text: str) -> dict[str, Any]:
         start = text.find("{", start + 1)
     shown = text.strip().replace("\n", " ")
     shown = shown[:120] + ("…" if len(shown) > 120 else "")
-    raise ValueError(f"the judge's reply holds no JSON object: {shown!r}" if shown else "the judge's reply is empty")
+    raise ValueError(f"the reply holds no JSON object: {shown!r}" if shown else "the reply is empty")

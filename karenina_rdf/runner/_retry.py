@@ -132,6 +132,19 @@ class RetryingProvider:
             return response.model_copy(update={"attempts": calls - 1 + response.attempts, "retries": used})
 
 
+def status_error(detail: str, status: int, headers: Mapping[str, str]) -> ProviderError:
+    """An HTTP error status as Karenina classifies it: 429 and 529 (overloaded) are rate limits,
+    408 a timeout, 5xx server errors (all retried, honouring Retry-After); the rest are not retried."""
+    retry_after = parse_retry_after(headers)
+    if status in (429, 529):
+        return ProviderError(detail, category="rate_limit", retryable=True, retry_after=retry_after)
+    if status == 408:
+        return ProviderError(detail, category="timeout", retryable=True, retry_after=retry_after)
+    if status >= 500:
+        return ProviderError(detail, category="server_error", retryable=True, retry_after=retry_after)
+    return ProviderError(detail, category="unexpected_error")
+
+
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     """The server's wait hint in seconds: ``retry-after-ms``, or ``Retry-After`` as seconds or
     an HTTP date. None when absent or unreadable; never negative."""

@@ -21,6 +21,7 @@ from .._errors import InvalidValueError, ProviderError
 from .._rubric import RubricTrait
 from . import _rubric_prompts as prompts
 from ._llm import ChatRequest, ChatResponse, Message, Provider
+from ._prompts import json_object
 
 STAGE = "rubric_evaluation"
 MISSING_LABEL = "[MISSING_FROM_RESPONSE]"
@@ -149,7 +150,7 @@ class _Judge:
             return None
         self.calls.append(response)
         try:
-            return extract_json_object(response.text)
+            return json_object(response.text)
         except ValueError as exc:
             self.warn(f"judge reply for {_quote(names)} is unusable: {exc}")
             return None
@@ -157,24 +158,6 @@ class _Judge:
 
 def _quote(names: list[str]) -> str:
     return ("trait " if len(names) == 1 else "traits ") + ", ".join(repr(n) for n in names)
-
-
-def extract_json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in a reply, wherever it is: judges wrap JSON in markdown fences or
-    put prose around it."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            pass
-        else:
-            if isinstance(value, dict):
-                return value
-        start = text.find("{", start + 1)
-    snippet = text.strip().replace("\n", " ")
-    raise ValueError(f"no JSON object in the reply ({snippet[:120]!r})")
 
 
 # -- evaluation ---------------------------------------------------------------------------------
