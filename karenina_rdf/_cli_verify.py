@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 import typer
 from rich.markup import escape
@@ -134,6 +134,7 @@ def verify(
 
     with _ctrl_c(), _errors(usage=(VerificationError,)):
         s = _open(store, base_iri)
+        strategy: Literal["batch", "sequential"] = "batch"
         try:
             if resume is not None:
                 stored = stored_config(s, resume)
@@ -144,6 +145,8 @@ def verify(
                 questions = questions or stored["questions"]
                 trust_callables = trust_callables or stored["trust_callables"]
                 run_name = run_name or stored["run_name"]
+                few_shot = few_shot or bool(stored.get("few_shot"))
+                strategy = "sequential" if stored.get("rubric_strategy") == "sequential" else strategy
                 answers = answers or (Path(stored["answers_file"]) if stored.get("answers_file") else None)
                 # The same server answers the rest of the run, and a replayed run stays replayed.
                 was = stored.get("transport") or {}
@@ -170,6 +173,7 @@ def verify(
                 concurrency=concurrency,
                 trust_callables=trust_callables,
                 few_shot=few_shot,
+                rubric_strategy=strategy,
                 run_id=run,
                 run_name=run_name,
             )

@@ -18,6 +18,9 @@ a graph), so the same code runs on an embedded store and on a server:
 Endpoints: ``http://host:7878`` (an Oxigraph server) means ``/query``, ``/update`` and
 ``/store``; a URL ending in ``/sparql`` (Virtuoso, and most others) is both the query and the
 update endpoint, without a Graph Store Protocol endpoint. :meth:`RemoteStore.from_url` decides.
+That includes ``karenina-rdf serve``'s own ``/sparql``: with its write token (``token``, or
+``$KARENINA_RDF_STORE_TOKEN`` for a URL given to :class:`~karenina_rdf.Store`) another process
+writes into the store the endpoint serves, as ``verify`` does to show a run while it runs.
 """
 
 from __future__ import annotations
@@ -55,19 +58,22 @@ class RemoteStore:
         *,
         timeout: float = DEFAULT_TIMEOUT,
         auth: tuple[str, str] | None = None,
+        token: str | None = None,
     ) -> None:
         self.query_url = query_url
         self.update_url = update_url or query_url
         self.gsp_url = gsp_url
         self.timeout = timeout
-        self._http = httpx.Client(timeout=httpx.Timeout(timeout, connect=10.0), auth=auth)
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        self._http = httpx.Client(timeout=httpx.Timeout(timeout, connect=10.0), auth=auth, headers=headers)
 
     @classmethod
-    def from_url(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> RemoteStore:
+    def from_url(cls, url: str, *, timeout: float = DEFAULT_TIMEOUT, token: str | None = None) -> RemoteStore:
         base = url.rstrip("/")
         if base.endswith("/sparql") or base.endswith("/query"):
-            return cls(base, base if base.endswith("/sparql") else base[: -len("/query")] + "/update", timeout=timeout)
-        return cls(f"{base}/query", f"{base}/update", f"{base}/store", timeout=timeout)
+            update = base if base.endswith("/sparql") else base[: -len("/query")] + "/update"
+            return cls(base, update, timeout=timeout, token=token)
+        return cls(f"{base}/query", f"{base}/update", f"{base}/store", timeout=timeout, token=token)
 
     def __repr__(self) -> str:
         return f"RemoteStore({self.query_url!r})"

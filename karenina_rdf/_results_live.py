@@ -101,14 +101,24 @@ class LiveRun:
         return {r.rsplit("/", 1)[1] for r in self.positions}
 
     # -- writing -------------------------------------------------------------------------
-    def add(self, results: list[dict[str, Any]], costs: list[dict[str, float | None]] | None = None) -> None:
+    def add(self, results: list[dict[str, Any]], costs: list[dict[str, float | None]] | None = None) -> list[int]:
         """Store ``results`` (one load), then the run node and tallies (one update). ``costs``:
         per result, USD per usage stage (``karenina:costUsd`` on its usage node; not part of
-        Karenina's record, so exports leave it out)."""
+        Karenina's record, so exports leave it out). Returns the indices of the results stored
+        now (one already stored is left out)."""
+        # A result already stored is not stored twice: Ctrl-C can come after a batch was
+        # written and before the caller knew, and the caller then stores what it holds again.
+        keep = [
+            i for i, r in enumerate(results) if f"{self.iri}/results/{row_key(r['metadata'])}" not in self.positions
+        ]
+        if len(keep) < len(results):
+            results = [results[i] for i in keep]
+            costs = [costs[i] for i in keep] if costs is not None else None
         if not results:
-            return
+            return keep
         t0 = time.perf_counter()
         mapper = self.mapper
+        ends = []  # where each result's lines end
         for i, result in enumerate(results):
             r = mapper.map(result, self.next_position)
             self.positions[r] = self.next_position
@@ -116,19 +126,30 @@ class LiveRun:
             self.facts[r] = mapper.facts
             if costs is not None:
                 self._cost_lines(r, result, costs[i])
-        body = "".join(mapper.lines)
+            ends.append(len(mapper.lines))
+        lines = mapper.lines[:]
         mapper.lines.clear()
         ox_store = self.store.oxigraph
         if mapper.model_lines:  # a model seen for the first time: its node before its results
             models = "".join(mapper.model_lines).encode("utf-8")
             mapper.model_lines.clear()
             ox_store.load(models, format=ox.RdfFormat.N_TRIPLES, to_graph=MODELS_GRAPH)
-        ox_store.load(body.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+        remote = self.store.remote
+        # A server without the Graph Store Protocol gets INSERT DATA in batches of at most 1,000
+        # triples: one result per load keeps each result in one update, so --resume never
+        # meets half a result.
+        cuts = ends if remote is not None and remote.gsp_url is None else ends[-1:]
+        start = 0
+        for end in cuts:
+            chunk = "".join(lines[start:end]).encode("utf-8")
+            ox_store.load(chunk, format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+            start = end
         # The run node and tallies are rewritten at most every REFRESH_SECONDS: rewriting them
         # per result cost more than the result itself (docs/performance.md § Verification).
         if time.monotonic() - self._refreshed >= REFRESH_SECONDS:
             self._refresh()
         self.write_seconds += time.perf_counter() - t0
+        return keep
 
     def _cost_lines(self, r: str, result: dict[str, Any], costs: dict[str, float | None]) -> None:
         usage = (result.get("template") or {}).get("usage_metadata")

@@ -46,6 +46,7 @@ from ._vocab import CATALOG_GRAPH, DEFAULT_BASE_IRI, KARENINA, MODELS_GRAPH, PRE
 
 STORE_ENV = "KARENINA_RDF_STORE"
 BASE_IRI_ENV = "KARENINA_RDF_BASE_IRI"
+STORE_TOKEN_ENV = "KARENINA_RDF_STORE_TOKEN"  # Bearer token for a store given as a URL
 DEFAULT_STORE_PATH = ".karenina-rdf"
 # Below this many triples the transactional loader is used: one atomic write, no SST files.
 _SMALL = 50_000
@@ -150,7 +151,7 @@ class Store:
         # A URL (http://host:7878 for an Oxigraph server, …/sparql for Virtuoso) is a SPARQL
         # server (see _remote.py); anything else a folder, or None for memory.
         if remote is None and isinstance(path, str) and is_url(path):
-            remote = RemoteStore.from_url(path)
+            remote = RemoteStore.from_url(path, token=os.environ.get(STORE_TOKEN_ENV) or None)
         self.remote = remote
         self.path = Path(path) if path is not None and remote is None else None
         self.location = remote.query_url if remote is not None else (str(self.path) if self.path else ":memory:")
@@ -207,10 +208,14 @@ class Store:
         base_iri: str | None = None,
         timeout: float = DEFAULT_TIMEOUT,
         auth: tuple[str, str] | None = None,
+        token: str | None = None,
     ) -> Store:
         """A store on a SPARQL 1.1 server, given its query and update endpoints (one URL for
-        both if ``update_url`` is None) and its Graph Store Protocol endpoint, if it has one."""
-        return cls(base_iri=base_iri, remote=RemoteStore(query_url, update_url, gsp_url, timeout=timeout, auth=auth))
+        both if ``update_url`` is None) and its Graph Store Protocol endpoint, if it has one.
+        ``auth`` is HTTP basic authentication; ``token`` is sent as ``Authorization: Bearer``
+        (the write token of a ``karenina-rdf serve`` endpoint)."""
+        remote = RemoteStore(query_url, update_url, gsp_url, timeout=timeout, auth=auth, token=token)
+        return cls(base_iri=base_iri, remote=remote)
 
     @property
     def oxigraph(self) -> ox.Store:

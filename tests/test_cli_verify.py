@@ -30,7 +30,7 @@ from karenina_rdf._cli import app
 
 from .conftest import EXAMPLES
 from .fake_llm_server import COMPLETION_TOKENS, PROMPT_TOKENS, FakeLLM, kind, user_text
-from .servers import free_port
+from .servers import free_port, start_endpoint
 
 runner = CliRunner()
 
@@ -92,7 +92,13 @@ class Seed:
 
 @pytest.fixture(autouse=True)
 def _hermetic(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_BASE_URL", "OPENAI_API_KEY", "ANTHROPIC_API_KEY", "KARENINA_RDF_STORE"):
+    for name in (
+        "OPENAI_BASE_URL",
+        "OPENAI_API_KEY",
+        "ANTHROPIC_API_KEY",
+        "KARENINA_RDF_STORE",
+        "KARENINA_RDF_STORE_TOKEN",
+    ):
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
@@ -473,6 +479,52 @@ def test_ctrl_c_while_starting_ends_quietly(
     assert r.exception is None or isinstance(r.exception, SystemExit)
     assert "interrupted" in r.stderr and "Traceback" not in r.output
     assert llm.requests() == []
+
+
+def test_a_run_written_through_the_endpoint_shows_while_it_runs(
+    store: str, seed: Seed, llm: FakeLLM, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `karenina-rdf serve` holds the embedded store; verify, another process, writes through
+    # the endpoint's /sparql with the write token, and the run page shows it while it runs.
+    import httpx
+
+    served = start_endpoint(tmp_path, "--write-token", "sekrit", store=store)
+    try:
+        sparql = f"{served.url}/sparql"
+        r = verify(sparql, seed.tiny, llm.base_url, "--run", "served")  # no token: the endpoint refuses
+        assert r.exit_code == 1 and "HTTP 401" in one_line_error(r)
+        monkeypatch.setenv("KARENINA_RDF_STORE_TOKEN", "sekrit")
+        llm.answers.update(PHARMA_ANSWERS)
+        llm.delay = 0.3
+        env = {**os.environ, "KARENINA_RDF_STORE_TOKEN": "sekrit"}
+        command = [console_script(), "verify", seed.pharma, "-a", "openai:fake-answerer", "-j", "openai:fake-judge"]
+        command += ["--base-url", llm.base_url, "--no-progress", "--store", sparql, "--run", "served"]
+        command += ["--concurrency", "1"]
+        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        seen_running = False
+        try:
+            deadline = time.monotonic() + 60
+            while proc.poll() is None and time.monotonic() < deadline:
+                page = httpx.get(f"{served.url}/runs/served", timeout=10)
+                if page.status_code == 200 and 'data-status="running"' in page.text:
+                    seen_running = True
+                    break
+                time.sleep(0.05)
+            stdout, stderr = proc.communicate(timeout=60)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+        assert proc.returncode == 0, (stdout, stderr)
+        assert seen_running, "the run page never showed the run while it ran"
+        assert "completed run served" in stdout and "3 of 3 tasks stored" in stdout
+        page = httpx.get(f"{served.url}/runs/served", timeout=10)
+        assert 'data-status="completed"' in page.text
+        data = export(sparql, "served")
+        assert data["metadata"]["job_summary"]["is_complete"] is True
+        assert {row["metadata"]["question_id"] for row in data["results"]} == set(seed.pharma_questions)
+    finally:
+        served.stop()
 
 
 def test_resume_of_an_unknown_run(store: str, seed: Seed, llm: FakeLLM) -> None:

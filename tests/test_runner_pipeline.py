@@ -9,6 +9,7 @@ import io
 import json
 import re
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pytest
 from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf._errors import ProviderError, VerificationError
 from karenina_rdf.runner._generate import generate_templates
-from karenina_rdf.runner._llm import ChatRequest
+from karenina_rdf.runner._llm import ChatRequest, ChatResponse
 from karenina_rdf.runner._providers import FunctionProvider
 from karenina_rdf.runner._run import RunOptions, rescore, run_verification
 from karenina_rdf.runner._sandbox import Limits, Sandbox
@@ -342,7 +343,8 @@ def test_interrupted_run_resumes_without_repeating(sandbox: Sandbox) -> None:
     first = run_verification(
         store, bench, judges=[j.spec], answerers=[a.spec], sandbox=sandbox, options=opts, stop=stop
     )
-    assert first.status == "interrupted" and 0 < first.completed < first.tasks
+    # The task whose parse set the stop was in flight: it finishes and is stored.
+    assert first.status == "interrupted" and first.completed == 3 < first.tasks
     stored = {r["metadata"]["question_id"] for r in export(store, "resumable")["results"]}
     assert len(stored) == first.completed
     assert export(store, "resumable")["metadata"]["job_summary"]["is_complete"] is False
@@ -558,3 +560,86 @@ def test_a_verified_run_meets_the_shapes(sandbox: Sandbox) -> None:
     problems = [f for r in reports for f in r.findings if f.severity == "Violation"]
     assert problems == [], problems
     assert report.completed == 4
+
+
+def test_an_error_while_storing_leaves_the_run_resumable(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    from karenina_rdf import _results_live
+
+    store = Store.memory()
+    bench = make_bench(store)
+    real_add = _results_live.LiveRun.add
+    calls = 0
+
+    def failing_add(self: Any, *args: Any, **kwargs: Any) -> list[int]:
+        nonlocal calls
+        calls += 1
+        if calls == 2:
+            raise OSError("disk full")
+        return real_add(self, *args, **kwargs)
+
+    monkeypatch.setattr(_results_live.LiveRun, "add", failing_add)
+    a, j = Fake("fake-a", answers_right), Fake("fake-j", extracting_judge)
+    opts = RunOptions(concurrency=1, run_id="broken")
+    with pytest.raises(OSError, match="disk full"):
+        run_verification(store, bench, judges=[j.spec], answerers=[a.spec], sandbox=sandbox, options=opts)
+    summary = export(store, "broken")["metadata"]["job_summary"]
+    assert summary["is_complete"] is False
+    monkeypatch.setattr(_results_live.LiveRun, "add", real_add)
+    run = store.runs()[0]
+    # Resumed by the run's IRI, not only its id.
+    again = run_verification(
+        store,
+        bench,
+        judges=[j.spec],
+        answerers=[a.spec],
+        sandbox=sandbox,
+        options=opts.model_copy(update={"run_id": None}),
+        resume=run.iri,
+    )
+    assert again.status == "completed" and again.run_id == "broken"
+    assert again.skipped + again.completed == again.tasks == 2
+
+
+def test_resumed_judges_grade_the_stored_answer(sandbox: Sandbox) -> None:
+    store = Store.memory()
+    bench = make_bench(store)
+    stop = threading.Event()
+
+    def first_judge(request: ChatRequest) -> str:
+        stop.set()  # after this task: the other judge's task of the same answer is left
+        return extracting_judge(request)
+
+    a = Fake("fake-a", lambda r: f"It is Zanzibar-City-77, said at {time.monotonic_ns()}.")
+    j1, j2 = Fake("judge-1", first_judge), Fake("judge-2", extracting_judge)
+    opts = RunOptions(concurrency=1, run_id="shared", questions=("q-capital",))
+    first = run_verification(
+        store, bench, judges=[j1.spec, j2.spec], answerers=[a.spec], sandbox=sandbox, options=opts, stop=stop
+    )
+    assert first.status == "interrupted" and first.completed == 1
+    answered = len(a.requests)
+    second = run_verification(
+        store, bench, judges=[j1.spec, j2.spec], answerers=[a.spec], sandbox=sandbox,
+        options=opts.model_copy(update={"run_id": None}), resume="shared",
+    )  # fmt: skip
+    assert second.completed == 1 and len(a.requests) == answered  # no new answer was asked for
+    responses = {r["template"]["raw_llm_response"] for r in export(store, "shared")["results"]}
+    assert len(responses) == 1
+
+
+def test_a_shared_answer_counts_its_retries_once(sandbox: Sandbox) -> None:
+    class Retried:
+        interface = "claude_tool"
+
+        def complete(self, request: ChatRequest) -> ChatResponse:
+            return ChatResponse(text=answers_right(request), model="fake-a", attempts=3, retries={"rate_limit": 2})
+
+    store = Store.memory()
+    bench = make_bench(store)
+    a = ModelSpec(Retried(), "fake-a", "claude_tool", spec="anthropic:fake-a")
+    j1, j2 = Fake("judge-1", extracting_judge), Fake("judge-2", extracting_judge)
+    opts = RunOptions(concurrency=1, run_id="retried", questions=("q-capital",))
+    run_verification(store, bench, judges=[j1.spec, j2.spec], answerers=[a], sandbox=sandbox, options=opts)
+    rows = export(store, "retried")["results"]
+    counts = sorted((r["metadata"]["retry_counts"] or {}).get("rate_limit", {}).get("used", 0) for r in rows)
+    assert counts == [0, 2]
+    assert sorted(r["metadata"]["caveats"] for r in rows) == [[], ["retries_used"]]

@@ -232,7 +232,7 @@ class Pipeline:
             if answer.response is not None:
                 model = task.answerer.model if task.answerer is not None else answer.response.model
                 cost = self._price(model, answer.response) if mine else 0.0  # shared: paid by the first task
-                state.add_call("answer_generation", answer.response, cost)
+                state.add_call("answer_generation", answer.response, cost, retries=mine)
             meta["answering_system_prompt"] = answer.system_prompt
             if answer.error is not None:
                 state.error = answer.error

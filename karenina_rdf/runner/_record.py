@@ -65,7 +65,9 @@ class TaskState:
     last_stage: str = "generate_answer"
     warnings: list[str] = field(default_factory=list)
 
-    def add_call(self, stage: str, response: ChatResponse, cost: float | None) -> None:
+    def add_call(self, stage: str, response: ChatResponse, cost: float | None, *, retries: bool = True) -> None:
+        """Usage of one call; ``retries=False`` for a call another task made (its answer is
+        shared), so its retries are counted once."""
         self.usage.setdefault(stage, []).append(response)
         if stage in self.costs and self.costs[stage] is not None and cost is not None:
             self.costs[stage] = (self.costs[stage] or 0.0) + cost
@@ -73,7 +75,8 @@ class TaskState:
             self.costs[stage] = cost
         else:
             self.costs[stage] = None  # one call of unknown price makes the stage's cost unknown
-        self.add_retries(response.retries)
+        if retries:
+            self.add_retries(response.retries)
 
     def add_retries(self, retries: dict[str, int]) -> None:
         for category, n in retries.items():

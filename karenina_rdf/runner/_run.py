@@ -3,9 +3,10 @@ store as it completes, show progress, and leave a run that ``resume`` can finish
 
 Threads, not processes, run the tasks: a task spends its time waiting for models (I/O) or for
 the sandbox's worker processes, so the GIL is not the limit. Worker threads are daemons and the
-main thread only writes: on Ctrl-C it stops handing out tasks, stores every result already
-complete, marks the run ``interrupted`` and returns; tasks still waiting for a model are
-dropped and run again by ``resume``, which skips every task whose result is stored.
+main thread only writes: on Ctrl-C (or ``stop``) it stops handing out tasks, waits for the
+tasks in flight and stores them (a second Ctrl-C stops waiting: those are dropped), marks the
+run ``interrupted`` and returns; ``resume`` then skips every task whose result is stored. An
+error that escapes leaves the run ``interrupted`` too, never ``completed``.
 """
 
 from __future__ import annotations
@@ -166,6 +167,10 @@ class _Progress:
         if self.bar is not None:
             self.bar.update(self.task, advance=advance, status=f"[green]{passed} passed[/] [red]{failed} failed[/]")
 
+    def note(self, text: str) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, status=f"[yellow]{text}[/]")
+
     def close(self) -> None:
         if self.bar is not None:
             self.bar.stop()
@@ -219,6 +224,10 @@ def run_verification(
             raise VerificationError(f"no recorded answer is for a finished question of benchmark {bench.id!r}")
         if len(the_plan.tasks) < planned:
             notes.append(f"{planned - len(the_plan.tasks)} task(s) have no recorded answer: left out")
+    if resume is not None:  # by id or IRI
+        from .._results_store import resolve_run, run_summary
+
+        resume = run_summary(store, *resolve_run(store, resume)).run_id
     run_id = resume or opts.run_id or f"verify-{dt.datetime.now(dt.UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
     config = {
         "benchmark": bench.id,
@@ -268,12 +277,13 @@ def run_verification(
         budgets=DEFAULT_BUDGETS,
         run_name=opts.run_name,
         few_shot=opts.few_shot,
-        answers=Answers(answers),
+        answers=Answers(answers if answers is not None else _answers_of(store, resume, done_keys)),
         cost=cost,
     )
     counts: Counter[str] = Counter()
     total_cost: list[float | None] = [0.0]
-    status: Literal["completed", "interrupted"] = "completed"
+    # Until _execute says otherwise: an error escaping it leaves a run --resume can finish.
+    status: Literal["completed", "interrupted"] = "interrupted"
     bar = _Progress(len(the_plan.tasks), skipped, progress)
     try:
         status = _execute(todo, pipeline, live, opts.concurrency, counts, total_cost, bar, stop or threading.Event())
@@ -440,6 +450,19 @@ def _named(iri: str) -> Any:
     return ox.NamedNode(iri)
 
 
+def _answers_of(store: Store, run: str | None, done_keys: set[str]) -> dict[tuple[str, str, int | None], str] | None:
+    """The answers a resumed run already graded: judges still to come grade the same answer,
+    not a new one (Karenina shares one answer between the judges of a task)."""
+    if run is None or not done_keys:
+        return None
+    from ._answers import stored_answers
+
+    try:
+        return stored_answers(store, run)[0]
+    except VerificationError:  # no result of the run holds an answer
+        return None
+
+
 def _execute(
     todo: list[Task],
     pipeline: Pipeline,
@@ -468,36 +491,45 @@ def _execute(
     threads = [threading.Thread(target=worker, daemon=True, name=f"verify-{i}") for i in range(max(1, concurrency))]
     for th in threads:
         th.start()
+
+    def drain(into: list[Any], limit: int | None = None) -> list[Any]:
+        while limit is None or len(into) < limit:
+            try:
+                into.append(done.get_nowait())
+            except queue.Empty:
+                break
+        return into
+
     remaining = len(todo)
+    batch: list[Any] = []
     try:
-        while remaining:
-            if stop.is_set():
-                return "interrupted"
+        while remaining and not stop.is_set():
             try:
                 first = done.get(timeout=_FLUSH_SECONDS)
             except queue.Empty:
                 if not any(th.is_alive() for th in threads) and done.empty():
                     break
                 continue
-            batch = [first]  # and whatever else is complete now: one store write for them all
-            while len(batch) < _FLUSH_SIZE:
-                try:
-                    batch.append(done.get_nowait())
-                except queue.Empty:
-                    break
+            batch = drain([first], _FLUSH_SIZE)  # whatever else is complete now: one store write
             _store(batch, live, counts, total_cost, bar)
             remaining -= len(batch)
+            batch = []
     except KeyboardInterrupt:
         stop.set()
-        leftovers = []
-        while True:
-            try:
-                leftovers.append(done.get_nowait())
-            except queue.Empty:
-                break
-        _store(leftovers, live, counts, total_cost, bar)
-        return "interrupted"
-    return "completed" if remaining == 0 else "interrupted"
+    if not stop.is_set():
+        return "completed" if remaining == 0 else "interrupted"
+    # Stopped: no task starts; the tasks in flight finish and are stored, unless a second
+    # Ctrl-C says not to wait. What is complete is stored either way (a batch cut short, once).
+    bar.note("stopping: finishing the tasks in flight (Ctrl-C again to stop now)")
+    try:
+        while any(th.is_alive() for th in threads):
+            for th in threads:
+                th.join(timeout=0.1)
+            batch = drain(batch)
+    except KeyboardInterrupt:
+        pass
+    _store(drain(batch), live, counts, total_cost, bar)
+    return "interrupted"
 
 
 def _store(
@@ -509,9 +541,9 @@ def _store(
 ) -> None:
     if not batch:
         return
-    live.add([r for r, _ in batch], [c for _, c in batch])
+    stored = live.add([r for r, _ in batch], [c for _, c in batch])
     passed = failed = 0
-    for result, costs in batch:
+    for result, costs in (batch[i] for i in stored):
         counts["done"] += 1
         failure = result["metadata"]["failure"]
         verdict = result["template"]["verify_result"]
