@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .._errors import CheckpointError, Problem, VerificationError
-from ._tasks import identity_key
+from .._results_model import canonical_key
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -71,7 +71,7 @@ def read_answers(path: str | Path) -> tuple[dict[AnswerKey, str], list[dict[str,
             problems.append(Problem("'replicate' must be a positive integer or null", label, "/replicate", qid, n))
             continue
         identity = identity_of(model)
-        key = identity_key(identity)
+        key = canonical_key(identity)
         identities.setdefault(key, identity)
         answers[(qid, key, rep)] = response
         replicates = max(replicates, rep or 1)
@@ -102,7 +102,7 @@ def stored_answers(store: Store, run: str) -> tuple[dict[AnswerKey, str], list[d
         if not text or failure.get("stage") == "generate_answer":
             continue
         identity = meta.get("answering") or identity_of(DEFAULT_ANSWERER)
-        key = identity_key(identity)
+        key = canonical_key(identity)
         identities.setdefault(key, identity)
         rep = meta.get("replicate")
         answers[(meta["question_id"], key, rep)] = text

@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 from .._errors import ProviderError
 from ._llm import ChatRequest, ChatResponse, Message
 from ._prompts import answering_messages, json_object, parsing_messages
-from ._record import StageError, TaskState, finalize, fresh_result
+from ._record import RETRY_CATEGORIES, StageError, TaskState, finalize, fresh_result
 from ._tasks import ModelSpec, Task
 
 
@@ -275,7 +275,7 @@ class Pipeline:
             except ProviderError as exc:
                 state.error = _stage_error("parse_template", exc)
                 state.add_retries(exc.retries)
-                if state.error.category not in ("timeout", "connection", "rate_limit", "server_error"):
+                if state.error.category not in RETRY_CATEGORIES:
                     state.error.category = "parsing"
                 return
             except ValueError as exc:

@@ -16,9 +16,10 @@ from typing import Any
 from .._results_legacy import result_id
 from .._results_model import FAILURE_GROUPS, METADATA, ROOT, TEMPLATE
 from ._llm import ChatResponse
+from ._retry import DEFAULT_BUDGETS
 
 # Karenina's retry categories and their default budgets (§9.1 retry_policy).
-RETRY_CATEGORIES = ("connection", "timeout", "rate_limit", "server_error")
+RETRY_CATEGORIES = tuple(DEFAULT_BUDGETS)  # Karenina's retried failure categories
 _REASON_LIMIT = 500
 _WARNINGS_LIMIT = 50
 

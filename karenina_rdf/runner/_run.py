@@ -12,6 +12,7 @@ error that escapes leaves the run ``interrupted`` too, never ``completed``.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import os
 import platform
@@ -36,12 +37,12 @@ from .._rubric import RubricTrait
 from .._vocab import KARENINA, SCHEMA
 from ._pipeline import Answers, Pipeline, SandboxLike
 from ._record import RETRY_CATEGORIES
+from ._retry import DEFAULT_BUDGETS
 from ._tasks import Mode, ModelSpec, Plan, Task, plan, read_questions
 
 if TYPE_CHECKING:
     from .._store import Store
 
-DEFAULT_BUDGETS = {"connection": 3, "timeout": 3, "rate_limit": 5, "server_error": 2}
 _FLUSH_SECONDS = 0.2  # a result waits at most this long for others to share its store write
 _FLUSH_SIZE = 500
 
@@ -81,6 +82,7 @@ class RunReport(BaseModel):
     timings: dict[str, float] = {}  # seconds per stage summed over tasks (threads overlap), and store writes
 
 
+@functools.cache
 def _versions() -> dict[str, str]:
     out = {"python": platform.python_version()}
     for dist in ("karenina-rdf", "pyoxigraph", "pydantic", "httpx", "anthropic", "cloudpickle"):
@@ -433,21 +435,17 @@ def _carry_summary(store: Store, live: LiveRun) -> None:
 
 def stored_config(store: Store, run: str) -> dict[str, Any]:
     """The configuration a run made by ``verify`` recorded (``karenina:configuration``)."""
+    import pyoxigraph as ox
+
     from .._graph import term_value
     from .._results_store import resolve_run
 
     iri, graph = resolve_run(store, run)
-    for q in store.oxigraph.quads_for_pattern(_named(iri), _named(KARENINA + "configuration"), None, graph):
+    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(iri), ox.NamedNode(KARENINA + "configuration"), None, graph):
         value = json.loads(term_value(q.object))
         if isinstance(value, dict):
             return value
     raise VerificationError(f"run {run!r} was not made by karenina-rdf verify: it records no configuration")
-
-
-def _named(iri: str) -> Any:
-    import pyoxigraph as ox
-
-    return ox.NamedNode(iri)
 
 
 def _answers_of(store: Store, run: str | None, done_keys: set[str]) -> dict[tuple[str, str, int | None], str] | None:
@@ -473,7 +471,7 @@ def _execute(
     bar: _Progress,
     stop: threading.Event,
 ) -> Literal["completed", "interrupted"]:
-    tasks: queue.Queue[Task | None] = queue.Queue()
+    tasks: queue.Queue[Task] = queue.Queue()
     done: queue.Queue[tuple[dict[str, Any], dict[str, float | None]]] = queue.Queue()
     for tk in todo:
         tasks.put(tk)
@@ -483,8 +481,6 @@ def _execute(
             try:
                 tk = tasks.get_nowait()
             except queue.Empty:
-                return
-            if tk is None:
                 return
             done.put(pipeline.run(tk))
 

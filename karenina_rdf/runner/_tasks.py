@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from .._errors import VerificationError
 from .._question import Question
+from .._results_model import canonical_key
 from .._rubric import RubricTrait
 from ._llm import Provider
 
@@ -41,10 +42,6 @@ class ModelSpec:
     def identity(self) -> dict[str, Any]:
         return {"interface": self.interface, "model_name": self.model, "tools": [], "config_id": self.config_id}
 
-    @property
-    def key(self) -> str:
-        return f"{self.interface}:{self.model}" + (f":{self.config_id}" if self.config_id else "")
-
 
 @dataclass(frozen=True)
 class QuestionInput:
@@ -72,18 +69,13 @@ class Task:
     @property
     def answer_key(self) -> tuple[str, str, int | None]:
         """The answer is generated once per (question, answerer, replicate), whatever the judge."""
-        return (self.question.question_id, identity_key(self.answerer_identity), self.replicate)
-
-
-def identity_key(identity: dict[str, Any]) -> str:
-    return f"{identity.get('interface')}:{identity.get('model_name')}:{identity.get('config_id') or ''}"
+        return (self.question.question_id, canonical_key(self.answerer_identity), self.replicate)
 
 
 @dataclass
 class Plan:
     tasks: list[Task]
     notes: list[str] = field(default_factory=list)
-    global_traits: tuple[RubricTrait, ...] = ()
 
 
 def _examples(q: Question) -> tuple[dict[str, str], ...]:
@@ -185,4 +177,4 @@ def plan(
         notes.append(f"{len(skipped)} question(s) left out ({why}): " + ", ".join(skipped[:5]))
     if not tasks:
         raise VerificationError("nothing to run: " + ("; ".join(notes) or "no finished questions"))
-    return Plan(tasks=tasks, notes=notes, global_traits=traits)
+    return Plan(tasks=tasks, notes=notes)
