@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -64,8 +64,7 @@ RunIdOpt = Annotated[str | None, typer.Option("--run", help="Id of the new run (
 def _transport(store: Any, replay: Path | None, record: Path | None, cache: bool, base_url: str | None) -> Any:
     from .runner._models import Transport
 
-    folder = store.path / "cache" / "responses.sqlite" if cache and store.path is not None else None
-    return Transport(replay=replay, record=record, cache=folder, base_url=base_url)
+    return Transport.for_store(store, replay=replay, record=record, cache=cache, base_url=base_url)
 
 
 def _cost() -> Any:
@@ -129,69 +128,31 @@ def verify(
     base_iri: BaseOpt = None,
 ) -> None:
     """Answer, judge and grade a benchmark's finished questions; every result is stored as it completes."""
-    from .runner._answers import read_answers
-    from .runner._run import run_verification, stored_config
+    from .runner._run import verify as run_verify
 
     with _ctrl_c(), _errors(usage=(VerificationError,)):
         s = _open(store, base_iri)
-        strategy: Literal["batch", "sequential"] = "batch"
         try:
-            if resume is not None:
-                stored = stored_config(s, resume)
-                answerer = answerer or [m["spec"] for m in stored["answerers"] if "spec" in m] or None
-                judge = judge or [m["spec"] for m in stored["judges"]]
-                mode = mode or stored["mode"]
-                replicates = stored["replicates"] if replicates == 1 else replicates
-                questions = questions or stored["questions"]
-                trust_callables = trust_callables or stored["trust_callables"]
-                run_name = run_name or stored["run_name"]
-                few_shot = few_shot or bool(stored.get("few_shot"))
-                strategy = "sequential" if stored.get("rubric_strategy") == "sequential" else strategy
-                answers = answers or (Path(stored["answers_file"]) if stored.get("answers_file") else None)
-                # The same server answers the rest of the run, and a replayed run stays replayed.
-                was = stored.get("transport") or {}
-                base_url = base_url or was.get("base_url")
-                if replay is None and record is None and was.get("replay"):
-                    replay = Path(was["replay"])
-            if not judge:
-                raise VerificationError("a run needs a judge: --judge PROVIDER:MODEL")
-            if bool(answerer) == bool(answers):
-                raise VerificationError(
-                    "give the answering model (--answerer) or recorded answers (--answers), one of them"
-                )
-            transport = _transport(s, replay, record, cache, base_url)
-            judges = [transport.model(j) for j in judge]
-            answerers = [transport.model(a) for a in answerer or []]
-            recorded = identities = None
-            if answers is not None:
-                recorded, identities, n = read_answers(answers)
-                replicates = max(replicates, n)
-            options = RunOptions(
-                mode=_mode(mode),
+            report = run_verify(
+                s,
+                benchmark,
+                judges=list(judge or []) or None,
+                answerers=list(answerer or []) or None,
+                answers=answers,
+                mode=_mode(mode) if mode is not None else None,
                 replicates=replicates,
-                questions=tuple(questions) if questions else None,
+                questions=questions,
                 concurrency=concurrency,
                 trust_callables=trust_callables,
                 few_shot=few_shot,
-                rubric_strategy=strategy,
-                run_id=run,
+                run=run,
                 run_name=run_name,
-            )
-            extra = {"transport": transport.describe()}
-            if answers is not None:
-                extra["answers_file"] = str(answers.resolve())
-            report = run_verification(
-                s,
-                benchmark,
-                judges=judges,
-                answerers=answerers or None,
-                answers=recorded,
-                answer_identities=identities,
-                options=options,
                 resume=resume,
+                replay=replay,
+                record=record,
+                cache=cache,
+                base_url=base_url,
                 progress=progress,
-                cost=_cost(),
-                extra_config=extra,
             )
         finally:
             s.close()

@@ -7,6 +7,7 @@ recordings only. Replay changes who answers, not which model the results name: a
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from .._errors import VerificationError
 from ._llm import Provider
@@ -47,6 +48,21 @@ class Transport:
             from ._cache import ResponseCache
 
             self._cache = ResponseCache(cache)
+
+    @classmethod
+    def for_store(
+        cls,
+        store: Any,
+        *,
+        replay: str | Path | None = None,
+        record: str | Path | None = None,
+        cache: bool = True,
+        base_url: str | None = None,
+    ) -> Transport:
+        """The transport of a run on ``store``: its response cache lives in the store's folder
+        (an on-disk store only; in memory or on a server there is none)."""
+        folder = store.path / "cache" / "responses.sqlite" if cache and store.path is not None else None
+        return cls(replay=replay, record=record, cache=folder, base_url=base_url)
 
     def describe(self) -> dict[str, str | None]:
         return {

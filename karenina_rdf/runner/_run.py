@@ -38,7 +38,7 @@ from .._vocab import KARENINA, SCHEMA
 from ._pipeline import Answers, Pipeline, SandboxLike
 from ._record import RETRY_CATEGORIES
 from ._retry import DEFAULT_BUDGETS
-from ._tasks import Mode, ModelSpec, Plan, Task, plan, read_questions
+from ._tasks import MODES, Mode, ModelSpec, Plan, Task, plan, read_questions
 
 if TYPE_CHECKING:
     from .._store import Store
@@ -566,56 +566,95 @@ def verify(
     store: Store,
     benchmark: str,
     *,
-    judges: list[str | ModelSpec],
+    judges: list[str | ModelSpec] | None = None,
     answerers: list[str | ModelSpec] | None = None,
     answers: str | Path | None = None,
-    mode: Mode = "template_only",
+    mode: Mode | None = None,
     replicates: int = 1,
     questions: list[str] | None = None,
     concurrency: int = 4,
     trust_callables: bool = False,
+    few_shot: bool = False,
     run: str | None = None,
+    run_name: str | None = None,
     resume: str | None = None,
     replay: str | Path | None = None,
     record: str | Path | None = None,
+    cache: bool = True,
     base_url: str | None = None,
     progress: bool = False,
+    stop: threading.Event | None = None,
 ) -> RunReport:
-    """``karenina-rdf verify`` from Python. Models are ``PROVIDER:MODEL`` specs (or ModelSpec
-    objects, e.g. a fake model for tests); ``answers`` is an answers JSONL file."""
+    """``karenina-rdf verify`` from Python (the command calls this). Models are ``PROVIDER:MODEL``
+    specs (or ModelSpec objects, e.g. a fake model for tests); ``answers`` is an answers JSONL
+    file. With ``resume``, what is not given is read from the run's stored configuration:
+    models, mode, replicates, questions, options, the answers file, the server and a replay file.
+    ``cache`` keeps model responses in the store's folder (an on-disk store only)."""
     from ._answers import read_answers
     from ._models import Transport
     from ._pricing import cost_usd
 
-    transport = Transport(replay=replay, record=record, base_url=base_url)
+    strategy: Literal["batch", "sequential"] = "batch"
+    if resume is not None:
+        stored = stored_config(store, resume)
+        answerers = answerers or [m["spec"] for m in stored["answerers"] if "spec" in m] or None
+        judges = judges or [m["spec"] for m in stored["judges"]]
+        mode = mode or stored["mode"]
+        replicates = stored["replicates"] if replicates == 1 else replicates
+        questions = questions or stored["questions"]
+        trust_callables = trust_callables or stored["trust_callables"]
+        run_name = run_name or stored["run_name"]
+        few_shot = few_shot or bool(stored.get("few_shot"))
+        strategy = "sequential" if stored.get("rubric_strategy") == "sequential" else strategy
+        answers = answers or stored.get("answers_file")
+        # The same server answers the rest of the run, and a replayed run stays replayed.
+        was = stored.get("transport") or {}
+        base_url = base_url or was.get("base_url")
+        if replay is None and record is None and was.get("replay"):
+            replay = was["replay"]
+    if not judges:
+        raise VerificationError("a run needs a judge: --judge PROVIDER:MODEL")
+    if bool(answerers) == bool(answers):
+        raise VerificationError("give the answering model (--answerer) or recorded answers (--answers), one of them")
+    if mode is not None and mode not in MODES:
+        raise VerificationError(f"--mode {mode!r}: one of {', '.join(MODES)}")
+    transport = Transport.for_store(store, replay=replay, record=record, cache=cache, base_url=base_url)
 
     def model(m: str | ModelSpec) -> ModelSpec:
         return transport.model(m) if isinstance(m, str) else m
 
+    judge_specs = [model(j) for j in judges]
+    answerer_specs = [model(a) for a in answerers or []]
     recorded = identities = None
+    extra: dict[str, Any] = {"transport": transport.describe()}
     if answers is not None:
         recorded, identities, n = read_answers(answers)
         replicates = max(replicates, n)
+        extra["answers_file"] = str(Path(answers).resolve())
     options = RunOptions(
-        mode=mode,
+        mode=mode or "template_only",
         replicates=replicates,
         questions=tuple(questions) if questions else None,
         concurrency=concurrency,
         trust_callables=trust_callables,
+        few_shot=few_shot,
+        rubric_strategy=strategy,
         run_id=run,
+        run_name=run_name,
     )
     return run_verification(
         store,
         benchmark,
-        judges=[model(j) for j in judges],
-        answerers=[model(a) for a in answerers or []] or None,
+        judges=judge_specs,
+        answerers=answerer_specs or None,
         answers=recorded,
         answer_identities=identities,
         options=options,
         resume=resume,
         progress=progress,
         cost=cost_usd,
-        extra_config={"transport": transport.describe()},
+        extra_config=extra,
+        stop=stop,
     )
 
 
