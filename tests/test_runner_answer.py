@@ -324,6 +324,22 @@ def test_declarative_templates(
     assert result["field_results"]["cited"] is ("[" in raw)
 
 
+def test_trace_checks_run_once_per_verification(monkeypatch: pytest.MonkeyPatch) -> None:
+    checked: list[str] = []
+    check_trace = prim.TraceRegex.check_trace
+
+    def counting(self: prim.TraceRegex, raw: str) -> bool:
+        checked.append(raw)
+        return check_trace(self, raw)
+
+    monkeypatch.setattr(prim.TraceRegex, "check_trace", counting)
+    tpl = load_template(_declarative())
+    checked.clear()  # loading may check a placeholder
+    result = verify(tpl, GOOD, "per [1]", None)
+    assert result["field_results"]["cited"] is True and result["parsed_llm_response"]["cited"] is True
+    assert checked == ["per [1]"]
+
+
 def test_declarative_all_fields_null_and_zero_weights() -> None:
     tpl = load_template(_declarative(w_drug=0.0, w_dose=0.0))
     result = verify(tpl, {"drug": None, "dose": None, "targets": None}, "[1]", None)

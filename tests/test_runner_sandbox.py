@@ -8,10 +8,11 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import socket
-import subprocess
-import sys
+import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ import cloudpickle
 import pytest
 
 from karenina_rdf.runner._sandbox import Limits, Sandbox, SandboxOutcome, namespace_prefix
+from karenina_rdf.runner._sandbox_process import WorkerProcess
 
 from .conftest import CORPUS, EXAMPLES
 
@@ -151,6 +153,110 @@ def test_files_outside_the_sandbox_directory(sandbox: Sandbox, tmp_path: Path) -
     _still_works(sandbox)
 
 
+# The worker module as template code finds it, to tamper with the worker's own code.
+WORKER = "import sys\nworker = sys.modules['_karenina_sandbox._sandbox_worker']\n"
+
+
+def _claim_cpu(cpu: str) -> str:
+    """A template after which every reply of its worker claims ``cpu`` seconds of CPU time."""
+    return _attack(
+        WORKER + "send = worker._send\n"
+        f"worker._send = lambda fd, message, *a, **k: send(fd, {{**message, 'cpu': {cpu}}}, *a, **k)"
+    )
+
+
+def test_the_cpu_limit_does_not_believe_the_worker() -> None:
+    with Sandbox(workers=1, limits=Limits(cpu_seconds=1, wall_seconds=6)) as sb:
+        assert sb.verify_template(_claim_cpu("1e9"), {"target": "x"}, "", None).ok
+        loop = sb.verify_template(_attack("while True:\n    pass"), {"target": "x"}, "", None)
+        assert loop.kind == "cpu", loop  # the claimed 1e9 s did not move the limit out of reach
+        _still_works(sb)
+
+
+def test_bogus_cpu_claims_cannot_break_the_runner() -> None:
+    with Sandbox(workers=1, limits=Limits(cpu_seconds=1, wall_seconds=6)) as sb:
+        for bogus in ("float('nan')", "'many'", "None", "-1e9", "[1]"):
+            assert sb.verify_template(_claim_cpu(bogus), {"target": "x"}, "", None).ok
+            _still_works(sb)
+
+
+@pytest.mark.parametrize(
+    ("body", "error"),
+    [
+        (
+            "send = worker._send\nworker._send = lambda fd, m, *a, **k: send(fd, {**m, 'id': 'x' * 16}, *a, **k)",
+            "a reply to a different request",
+        ),
+        ("import os\nworker._send = lambda fd, m, *a, **k: os.write(fd, worker.HEADER.pack(2 ** 31))", "oversized"),
+        ("import os\nworker._send = lambda fd, m, *a, **k: os.write(fd, worker.HEADER.pack(3) + b'{{{')", "malformed"),
+        (
+            "import os\nworker._send = lambda fd, m, *a, **k: os.write(fd, (worker.HEADER.pack(2) + b'{}') * 2)",
+            "more than one reply",
+        ),
+    ],
+    ids=["wrong id", "oversized", "malformed", "two replies"],
+)
+def test_protocol_tampering_ends_the_worker_with_the_reason(sandbox: Sandbox, body: str, error: str) -> None:
+    # The tampered worker is still running when its bad reply arrives: it is killed at once, and
+    # the outcome names what it sent, not the SIGKILL that ended it.
+    outcome = sandbox.verify_template(_attack(WORKER + body), {"target": "x"}, "", None)
+    assert (outcome.ok, outcome.kind) == (False, "crashed"), outcome
+    assert error in (outcome.error or "") and "signal" not in (outcome.error or ""), outcome
+    _still_works(sandbox)
+
+
+def _process_gone(pid: int, command: bytes) -> bool:
+    """Whether the process ``pid`` running ``command`` has ended (waiting a little for SIGKILL to land)."""
+    for _ in range(100):
+        try:
+            with open(f"/proc/{pid}/stat", "rb") as stat:
+                state = stat.read().rsplit(b")", 1)[1].split()[0]
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                running = cmdline.read().split(b"\0")[:2]
+        except OSError:
+            return True
+        if state == b"Z" or running != command.split():  # a zombie, or the pid now names another process
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_children_do_not_outlive_their_worker() -> None:
+    # One process is allowed, and it runs outside the audit hook; the worker that started it exits
+    # by itself after the call (it is tainted), and the child must go with it.
+    body = "import subprocess\nself.child = subprocess.Popen(['sleep', '300']).pid"
+    with Sandbox(workers=1, limits=Limits(max_processes=1, wall_seconds=10)) as sb:
+        outcome = sb.verify_template(_attack(body), {"target": "x"}, "", None)
+        assert outcome.ok and outcome.value["verify_result"] is True, outcome
+        child = outcome.value["parsed_llm_response"]["child"]
+        try:
+            assert _process_gone(child, b"sleep 300")
+        finally:
+            if not _process_gone(child, b"sleep 300"):
+                os.kill(child, 9)
+        _still_works(sb)
+
+
+def test_a_worker_that_cannot_start_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    opened: list[int] = []
+    real_pipe = os.pipe
+
+    def pipe() -> tuple[int, int]:
+        if opened:
+            raise OSError(24, "Too many open files")
+        opened.extend(real_pipe())
+        return opened[0], opened[1]
+
+    monkeypatch.setattr(os, "pipe", pipe)
+    with pytest.raises(OSError, match="Too many open files"):
+        WorkerProcess(Limits())
+    assert opened and not list(tmp_path.iterdir())
+    for fd in opened:
+        with pytest.raises(OSError):
+            os.fstat(fd)
+
+
 def test_max_processes_allows_that_many() -> None:
     one = _attack("import subprocess\nassert subprocess.run(['true']).returncode == 0")
     two = _attack("import subprocess\nsubprocess.run(['true'])\nsubprocess.run(['true'])")
@@ -189,12 +295,20 @@ def test_no_network(sandbox: Sandbox, listener: tuple[socket.socket, int], body:
 
 @pytest.mark.skipif(not namespace_prefix(), reason="unprivileged user namespaces are not available here")
 def test_network_namespace_holds_without_the_audit_hook(listener: tuple[socket.socket, int]) -> None:
-    """What a worker's process sees when code gets past the audit hook: no route to 127.0.0.1."""
+    """What code that gets past the audit hook sees from a worker: no route to 127.0.0.1. A child
+    process (allowed by max_processes) runs without the hook, so it stands in for such code."""
     server, port = listener
     probe = f"import socket\nsocket.create_connection(('127.0.0.1', {port}), timeout=2)"
-    result = subprocess.run([*namespace_prefix(), sys.executable, "-c", probe], capture_output=True, timeout=30)
-    assert result.returncode != 0
-    assert b"Network is unreachable" in result.stderr, result.stderr
+    body = (
+        f"import subprocess, sys\nresult = subprocess.run([sys.executable, '-c', {probe!r}], capture_output=True)\n"
+        "self.probe = [result.returncode, result.stderr.decode()]"
+    )
+    with Sandbox(workers=1, limits=Limits(max_processes=1, wall_seconds=30)) as sb:
+        outcome = sb.verify_template(_attack(body), {"target": "x"}, "", None)
+    assert outcome.ok, outcome
+    returncode, stderr = outcome.value["parsed_llm_response"]["probe"]
+    assert returncode != 0
+    assert "Network is unreachable" in stderr, stderr
     with pytest.raises(TimeoutError):
         server.accept()
 
@@ -249,13 +363,14 @@ class Answer(BaseAnswer):
         self.regex = {"pairs": {"pattern": r"(\\w)=(\\d)", "expected": 1, "match_type": "count"}}
 
     def verify(self) -> bool:
+        self.note = object()  # nor is this: it comes back as its repr
         return set(self.tags) == self.correct["tags"]
 """
     outcome = sandbox.verify_template(code, {"tags": ["a", "b"]}, "a=1", None)
     assert outcome.ok and outcome.value["verify_result"] is True
     assert sorted(outcome.value["parsed_gt_response"]["tags"]) == ["a", "b"]
     assert outcome.value["regex_extraction_results"] == {"pairs": [["a", "1"]]}
-    json.dumps(outcome.value)
+    assert outcome.value["parsed_llm_response"]["note"].startswith("<object object at ")
 
 
 def test_example_templates_in_the_sandbox(sandbox: Sandbox) -> None:
@@ -391,11 +506,34 @@ def test_worker_environment_and_cleanup() -> None:
         del os.environ["KARENINA_SANDBOX_TEST_SECRET"]
 
 
+def _proc_limits(pid: int) -> dict[str, tuple[str, str]]:
+    """A process's resource limits as /proc shows them: name -> (soft, hard)."""
+    with open(f"/proc/{pid}/limits") as table:
+        rows = [re.split(r"\s{2,}", line.strip()) for line in table.readlines()[1:]]
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
 def test_layers_and_limits() -> None:
-    with Sandbox(workers=1) as sb:
+    mb = 1024 * 1024
+    with Sandbox(workers=1, limits=Limits(cpu_seconds=3, memory_mb=512, wall_seconds=1)) as sb:
+        _still_works(sb)  # the worker is up and its CPU limit armed for the call
+        (worker,) = sb._live
+        limits = _proc_limits(worker.proc.pid)
         layers = sb.layers
-    assert layers["audit_hook"] and layers["wall_clock"] and layers["rlimit_cpu"] and layers["rlimit_as"]
-    assert layers["user_and_network_namespace"] is bool(namespace_prefix())
+        forbidden = sb.verify_template(_attack("open('/etc/hostname').read()"), {"target": "x"}, "", None)
+        slow = sb.verify_template(_attack("import time\ntime.sleep(30)"), {"target": "x"}, "", None)
+    assert forbidden.kind == "forbidden" and slow.kind == "timeout"  # the audit hook and the wall clock
+    address_space = limits["Max address space"]
+    assert address_space[0] == address_space[1] != "unlimited" and int(address_space[0]) >= 512 * mb
+    assert limits["Max file size"] == (str(512 * mb), str(512 * mb))
+    assert limits["Max open files"] == ("128", "128")
+    assert limits["Max core file size"] == ("0", "0")
+    assert limits["Max processes"] == ("1", "1")  # max_processes is 0 (the kernel ignores it for root)
+    assert layers["rlimit_nproc"] is (os.geteuid() != 0)
+    if layers["rlimit_cpu"]:  # 3 s on top of what the worker had used before the call
+        assert limits["Max cpu time"][0] == str(worker.armed) and int(limits["Max cpu time"][0]) >= 3
+    else:
+        assert limits["Max cpu time"][0] == "unlimited"
     with pytest.raises(ValueError):
         Limits(cpu_seconds=0)
     with pytest.raises(ValueError):
@@ -403,3 +541,14 @@ def test_layers_and_limits() -> None:
     outcome = SandboxOutcome(ok=True)
     with pytest.raises(ValueError):
         outcome.ok = False  # type: ignore[misc]
+
+
+@pytest.mark.skipif(not namespace_prefix(), reason="unprivileged user namespaces are not available here")
+def test_workers_run_in_their_own_namespaces() -> None:
+    with Sandbox(workers=1) as sb:
+        _still_works(sb)
+        (worker,) = sb._live
+        assert sb.layers["user_and_network_namespace"] is True
+        for namespace in ("net", "user"):
+            ours = os.readlink(f"/proc/self/ns/{namespace}")
+            assert os.readlink(f"/proc/{worker.proc.pid}/ns/{namespace}") != ours, namespace

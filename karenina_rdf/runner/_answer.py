@@ -153,7 +153,7 @@ class BaseAnswer(BaseModel):
         holder = getattr(cls, "VerificationStrategy", None)
         node = getattr(holder, "verify_strategy", None)
         if node is not None:
-            if not isinstance(node, comp.FieldCheck | comp.AllOf | comp.AnyOf | comp.AtLeastN):
+            if not isinstance(node, comp.StrategyNode):
                 raise TypeError(
                     "VerificationStrategy.verify_strategy must be built from AllOf, AnyOf, AtLeastN, FieldCheck"
                 )
@@ -188,19 +188,19 @@ class BaseAnswer(BaseModel):
         self.id = question_id
 
     def field_outcomes(self) -> tuple[dict[str, bool | None], dict[str, float | None]]:
-        """Per-VerifiedField (result, score). Trace fields need the raw answer attached as
-        ``__dict__["_raw_trace"]`` first (the runner does this before calling verify)."""
+        """Per-VerifiedField (result, score). Trace fields need the raw answer's checks attached
+        first (``attach_trace``; the runner does this before calling verify)."""
         cached = self.__dict__.get("_field_outcomes")
         if cached is not None:
             return cached  # type: ignore[no-any-return]
-        raw = self.__dict__.get("_raw_trace")
+        traced: dict[str, bool] | None = self.__dict__.get("_trace_checks")
         results: dict[str, bool | None] = {}
         scores: dict[str, float | None] = {}
         for name, rule in type(self)._rules.items():
-            if isinstance(rule.primitive, TracePrimitive):
-                if raw is None:
+            if rule.on_trace:
+                if traced is None:
                     raise ValueError(f"field {name!r} checks the raw response, but none is attached")
-                ok: bool | None = rule.primitive.check_trace(raw) == bool(rule.ground_truth)
+                ok: bool | None = traced[name] == bool(rule.ground_truth)
                 score: float | None = 1.0 if ok else 0.0
             else:
                 value = getattr(self, name)
@@ -232,6 +232,21 @@ class BaseAnswer(BaseModel):
                 results[name] = False
                 details[name] = {"error": str(exc), "pattern": pattern, "expected": expected, "match_type": match_type}
         return {"success": all(results.values()), "results": results, "details": details}
+
+
+def trace_checks(cls: type[BaseAnswer], raw: str) -> dict[str, bool]:
+    """The results of the template's checks on the raw answer, by field."""
+    return {
+        name: rule.primitive.check_trace(raw)  # type: ignore[attr-defined]
+        for name, rule in cls._rules.items()
+        if rule.on_trace
+    }
+
+
+def attach_trace(answer: BaseAnswer, raw: str, checks: dict[str, bool]) -> None:
+    """Give an answer its raw text and ``trace_checks(type(answer), raw)``, which field_outcomes uses."""
+    answer.__dict__["_raw_trace"] = raw
+    answer.__dict__["_trace_checks"] = checks
 
 
 def _regex_check(text: str, pattern: str, expected: Any, match_type: str) -> tuple[bool, dict[str, Any]]:

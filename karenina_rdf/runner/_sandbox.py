@@ -43,13 +43,19 @@ are active):
   extension code is not audited, metadata calls (``os.stat``) are not audited, a child process
   allowed by ``max_processes`` runs outside it, and code that reaches the hook's Python objects
   or corrupts the interpreter can get past it. The layers above are what contain such code.
-  Templates sharing a worker share its Python state; isolation is between the code and the
-  host, not between templates.
+  Templates sharing a worker share its Python state, the worker's own code included: one
+  template can change what later templates in that worker see, and forge their verdicts.
+  Isolation is between the code and the runner process, not between templates.
+
+The parent believes nothing a worker reports about itself: it measures the worker's CPU time in
+``/proc``, and a worker that sends anything but a well-formed reply to the request in flight is
+killed at once (kind ``crashed``, with what it sent wrong).
 
 A worker that dies (segfault, ``os._exit``, a limit) is replaced; the call reports ``crashed``
 (or ``cpu``/``memory`` when that is what ended it) and the pool keeps working. A worker that
 leaves threads or child processes behind, or replaced its SIGXCPU handler, is replaced after
-its call.
+its call, and its process group killed: that ends such children unless they started a session of
+their own.
 """
 
 from __future__ import annotations
@@ -167,8 +173,8 @@ class Sandbox:
                 if not worker.ready:
                     return _failure("crashed", f"the sandbox worker did not start within {START_TIMEOUT:g} s", started)
                 return _failure("timeout", f"wall-clock limit exceeded ({self.limits.wall_seconds:g} s)", started)
-            except WorkerGone:
-                return _failure(*worker.death_reason(), started)
+            except WorkerGone as gone:
+                return _failure(*worker.death_reason(gone), started)
             except OSError as exc:
                 return _failure("crashed", f"the sandbox worker could not be reached: {exc}", started)
             keep = not reply.get("retire")

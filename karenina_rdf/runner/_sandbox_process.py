@@ -2,6 +2,9 @@
 namespaces when the host allows), talking to it over its two pipes with deadlines, arming its CPU
 limit before each call, and telling why it died. ``_sandbox`` pools these; ``_sandbox_worker``
 is the code on the other end.
+
+Nothing a worker says about itself is trusted beyond the reply it was asked for: its CPU time is
+read from ``/proc`` here, and a reply that breaks the protocol ends the worker at once.
 """
 
 from __future__ import annotations
@@ -71,6 +74,11 @@ class WorkerGone(Exception):
     pass
 
 
+class ProtocolViolation(WorkerGone):
+    """A worker that is still running sent something that is not a reply to the request: code it
+    ran has taken over its reply path, so nothing else it sends can be believed."""
+
+
 class WorkerProcess:
     """One worker process as the parent sees it. Used by one thread at a time."""
 
@@ -78,14 +86,21 @@ class WorkerProcess:
 
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
-        self.tmpdir = tempfile.mkdtemp(prefix="karenina-sandbox-")
-        self.cpu = 0.0
         self.armed: int | None = None  # the soft RLIMIT_CPU last set
         self.hard_cpu: int | None = None
         self.ready = False
         self.killed = False
-        req_r, self.req_w = os.pipe()
-        self.resp_r, resp_w = os.pipe()
+        self.tmpdir = tempfile.mkdtemp(prefix="karenina-sandbox-")
+        opened: list[int] = []
+        try:
+            for _ in range(2):
+                opened.extend(os.pipe())
+        except BaseException:
+            for fd in opened:
+                os.close(fd)
+            shutil.rmtree(self.tmpdir, ignore_errors=True)
+            raise
+        req_r, self.req_w, self.resp_r, resp_w = opened
         config = {
             "req_fd": req_r,
             "resp_fd": resp_w,
@@ -125,9 +140,9 @@ class WorkerProcess:
         """Wait for the worker's hello (once); raises TimeoutError or WorkerGone."""
         if not self.ready:
             hello = self._read(time.monotonic() + START_TIMEOUT)
-            if not hello.get("ready"):
-                raise WorkerGone("the worker did not start")
-            self.cpu, self.ready = float(hello.get("cpu", 0.0)), True
+            if hello.get("ready") is not True:
+                raise ProtocolViolation("the worker sent something other than its hello")
+            self.ready = True
 
     def call(self, body: bytes, deadline: float) -> dict[str, Any]:
         """Send one JSON request and wait for its reply; raises TimeoutError or WorkerGone."""
@@ -136,28 +151,32 @@ class WorkerProcess:
         self._write(HEADER.pack(ID_SIZE + len(body)) + request_id.encode("ascii") + body, deadline)
         reply = self._read(deadline)
         if reply.get("id") != request_id:
-            raise WorkerGone("the worker sent a reply to a different request (protocol tampering)")
-        self.cpu = float(reply.get("cpu") or self.cpu)
+            raise ProtocolViolation("the worker sent a reply to a different request (protocol tampering)")
         return reply
 
     def _arm_cpu_limit(self) -> None:
         # Only the soft limit moves: raising a hard limit needs CAP_SYS_RESOURCE, which even a
         # container's root often lacks. Code that ignores SIGXCPU is left to the wall clock.
-        soft = math.ceil(self.cpu + self.limits.cpu_seconds)
-        if soft == self.armed or not WorkerProcess.cpu_limit_works:
+        if not WorkerProcess.cpu_limit_works:
             return
+        used = self._cpu_from_proc()
         try:
             if self.hard_cpu is None:
                 self.hard_cpu = resource.prlimit(self.proc.pid, resource.RLIMIT_CPU)[1]
+            # Usage that cannot be measured lifts the soft limit rather than guess at it: the
+            # wall clock still holds.
+            soft = self.hard_cpu if used is None else math.ceil(used + self.limits.cpu_seconds)
             if self.hard_cpu != resource.RLIM_INFINITY:
                 soft = min(soft, self.hard_cpu)
+            if soft == self.armed:
+                return
             resource.prlimit(self.proc.pid, resource.RLIMIT_CPU, (soft, self.hard_cpu))
         except ProcessLookupError as exc:
             raise WorkerGone("the worker exited") from exc
         except PermissionError:
             WorkerProcess.cpu_limit_works = False  # this host does not let us: the wall clock still holds
             return
-        self.armed = soft
+        self.armed = None if soft == resource.RLIM_INFINITY else soft
 
     def _write(self, data: bytes, deadline: float) -> None:
         view = memoryview(data)
@@ -185,15 +204,15 @@ class WorkerProcess:
             if size is None and len(buffer) >= HEADER.size:
                 size = HEADER.unpack_from(buffer)[0]
                 if size > MAX_REPLY_BYTES:
-                    raise WorkerGone(f"the worker sent an oversized reply ({size} bytes)")
+                    raise ProtocolViolation(f"the worker sent an oversized reply ({size} bytes)")
         if len(buffer) != HEADER.size + size:
-            raise WorkerGone("the worker sent more than one reply (protocol tampering)")
+            raise ProtocolViolation("the worker sent more than one reply (protocol tampering)")
         try:
             reply = json.loads(buffer[HEADER.size :])
         except ValueError as exc:
-            raise WorkerGone("the worker sent a malformed reply") from exc
+            raise ProtocolViolation("the worker sent a malformed reply") from exc
         if not isinstance(reply, dict):
-            raise WorkerGone("the worker sent a malformed reply")
+            raise ProtocolViolation("the worker sent a malformed reply")
         return reply
 
     @staticmethod
@@ -205,14 +224,18 @@ class WorkerProcess:
             if poller.poll(remaining * 1000):
                 return
 
-    def death_reason(self) -> tuple[Kind, str]:
-        """Why the worker went away, once it has (reaps it): an outcome kind and a message."""
-        cpu = self._cpu_from_proc()
-        try:
-            code = self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            self.kill()
-            code = self.proc.wait()
+    def death_reason(self, gone: WorkerGone) -> tuple[Kind, str]:
+        """Why the worker went away (reaps it): an outcome kind and a message."""
+        if isinstance(gone, ProtocolViolation) and not self._exited(0):
+            # Its code is still running and speaking for it: waiting would only let it run on,
+            # and its exit status (our SIGKILL) would hide the real cause.
+            self._reap()
+            return "crashed", str(gone)
+        # A worker that closed its reply pipe is usually exiting; give it time to finish dying
+        # so that its exit status says why.
+        self._exited(5)
+        cpu = self._cpu_from_proc()  # readable until the worker is reaped
+        code = self._reap()
         soft = self.armed
         if code == -signal.SIGXCPU or (
             code == -signal.SIGKILL and soft is not None and cpu is not None and cpu >= soft
@@ -243,17 +266,43 @@ class WorkerProcess:
 
     def kill(self) -> None:
         self.killed = True
+        self._kill_group()
+
+    def _kill_group(self) -> None:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)
+
+    def _exited(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the worker to exit, without reaping it: until it is
+        reaped its pid, which is also its process group's id, cannot be given to another process."""
+        deadline = time.monotonic() + timeout
+        delay = 0.0005
+        while self.proc.returncode is None:
+            try:
+                if os.waitid(os.P_PID, self.proc.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None:
+                    return True
+            except ChildProcessError:  # reaped elsewhere
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            time.sleep(min(delay, remaining))
+            delay = min(delay * 2, 0.05)
+        return True
+
+    def _reap(self) -> int:
+        # The group is killed even when the worker exited by itself: processes its code started
+        # (under max_processes) would outlive it otherwise. Once reaped, its id may name
+        # another process's group, so it is killed only before that.
+        if self.proc.returncode is None:
+            self._kill_group()
+        return self.proc.wait()
 
     def close(self, graceful: bool = True) -> None:
         for fd in (self.req_w, self.resp_r):
             with contextlib.suppress(OSError):
                 os.close(fd)
         if graceful:  # the worker sees end-of-file on its request pipe and exits by itself
-            with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=2)
-        if self.proc.poll() is None:
-            self.kill()
-            self.proc.wait()
+            self._exited(2)
+        self._reap()
         shutil.rmtree(self.tmpdir, ignore_errors=True)

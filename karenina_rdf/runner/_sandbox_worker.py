@@ -24,7 +24,12 @@ and anything done by a child process started under ``max_processes``; the module
 
 Requests and replies are length-prefixed JSON on two inherited pipes (never pickle: the parent
 must not unpickle what a worker taken over by its code sends). Each reply echoes the request's
-random id, so frames a template writes into the reply pipe itself cannot pass for answers.
+random id and the parent measures the worker's CPU time itself, but this module runs in the same
+interpreter as the code it serves: a template can replace its functions (``_send``, ``_handle``)
+or reach its frames, and so forge the replies to later requests, for other templates too. The
+trust boundary is between the worker and the runner process, not between the templates a worker
+serves: what such code can do to the runner is send it JSON, which the parent checks for shape
+and ends the worker on when it is not a reply to the request.
 
 Exec'd template classes and unpickled callables are cached by the SHA-256 of their source (LRU,
 ``CACHE_SIZE`` each), so a template is executed once per worker however often it is verified.
@@ -230,11 +235,6 @@ def _describe(event: str, args: tuple[Any, ...]) -> str:
     return event
 
 
-def _cpu_seconds() -> float:
-    usage = resource.getrusage(resource.RUSAGE_SELF)
-    return usage.ru_utime + usage.ru_stime
-
-
 def _set_limits(cfg: dict[str, Any]) -> None:
     with open("/proc/self/status") as status:
         vm_kb = next((int(line.split()[1]) for line in status if line.startswith("VmSize:")), 0)
@@ -274,11 +274,12 @@ def main(config_json: str) -> None:
     _template.verify(_template.load_template(_WARM_UP), {"name": "x", "n": 1}, "x", None)
     code_roots = [os.path.dirname(os.path.abspath(__file__)), *cfg["python_roots"]]
     read_roots = [tmpdir, "/dev/null", "/dev/urandom", *code_roots]
-    sys.path[:] = [p for p in sys.path if any(os.path.realpath(p).startswith(r) for r in cfg["python_roots"])]
+    python_roots = tuple(cfg["python_roots"])
+    sys.path[:] = [p for p in sys.path if _inside(os.path.realpath(p), python_roots)]
     _set_limits(cfg)
     guard = Guard(read_roots, [tmpdir, "/dev/null"], code_roots, {req_fd, resp_fd}, cfg["max_processes"])
     sys.addaudithook(guard.hook)
-    _send(resp_fd, {"ready": True, "cpu": _cpu_seconds(), "pid": os.getpid()})
+    _send(resp_fd, {"ready": True, "pid": os.getpid()})
     _serve(req_fd, resp_fd, tmpdir, guard)
 
 
@@ -306,8 +307,8 @@ def _serve(req_fd: int, resp_fd: int, tmpdir: str, guard: Guard) -> None:
                 os.chdir(tmpdir)
         except OSError:  # the code removed its own working directory
             tainted = True
-        reply.update(id=request.get("id"), cpu=_cpu_seconds(), retire=bool(reply.get("retire")) or tainted)
-        _send(resp_fd, reply)
+        reply.update(id=request.get("id"), retire=bool(reply.get("retire")) or tainted)
+        _send(resp_fd, reply, strict=request.get("op") == "callable")
         if reply["retire"]:
             return
 
@@ -322,12 +323,7 @@ def _handle(
         op = request["op"]
         if op == "callable":
             fn = _cached(callables, request["payload"], _template.load_callable, guard)
-            value = fn(request["text"])
-            try:
-                json.dumps(value)
-            except (TypeError, ValueError):
-                return {"ok": False, "kind": "exception", "error": f"callable returned a {type(value).__name__}"}
-            return {"ok": True, "value": value}
+            return {"ok": True, "value": fn(request["text"])}  # _send checks that it is JSON
         loaded = _cached(templates, request["code"], _load_or_reason, guard)
         if isinstance(loaded, str):
             return {"ok": False, "kind": "exception", "error": loaded}
@@ -369,12 +365,19 @@ def _json_fallback(value: Any) -> Any:
     return repr(value)
 
 
-def _send(fd: int, message: dict[str, Any]) -> None:
+def _send(fd: int, message: dict[str, Any], strict: bool = False) -> None:
+    """Write one message. ``strict``: a callable trait's value must be JSON as it is (no fallback),
+    since its type is the trait's result."""
     try:
-        body = json.dumps(message, default=_json_fallback).encode()
-    except (TypeError, ValueError) as exc:
-        failure = {"ok": False, "kind": "exception", "error": f"result is not JSON-serialisable: {exc}"}
-        body = json.dumps({**failure, "id": message.get("id"), "cpu": message.get("cpu"), "retire": False}).encode()
+        body = json.dumps(message, default=None if strict else _json_fallback).encode()
+    except MemoryError:
+        failure = {"ok": False, "kind": "memory", "error": "memory limit exceeded (MemoryError)"}
+        body = json.dumps({**failure, "id": message.get("id"), "retire": True}).encode()
+    except (TypeError, ValueError, RecursionError) as exc:
+        value = message.get("value")
+        error = f"callable returned a {type(value).__name__}" if strict else f"result is not JSON-serialisable: {exc}"
+        failure = {"ok": False, "kind": "exception", "error": error}
+        body = json.dumps({**failure, "id": message.get("id"), "retire": bool(message.get("retire"))}).encode()
     data = HEADER.pack(len(body)) + body
     while data:
         data = data[os.write(fd, data) :]

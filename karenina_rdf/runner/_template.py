@@ -22,7 +22,17 @@ from typing import Annotated, Any, Literal, Union, get_args, get_origin
 import cloudpickle
 from pydantic import BaseModel, ValidationError
 
-from ._answer import NOT_EXTRACTED, BaseAnswer, extracted_fields, judge_fields, judge_schema, template_namespace
+from ._answer import (
+    NOT_EXTRACTED,
+    BaseAnswer,
+    _defines_below_base,
+    attach_trace,
+    extracted_fields,
+    judge_fields,
+    judge_schema,
+    template_namespace,
+    trace_checks,
+)
 from ._composition import strategy_label
 
 
@@ -88,7 +98,7 @@ def _leaf_answer_class(namespace: dict[str, Any]) -> type[BaseAnswer]:
 def _check_ground_truth(cls: type[BaseAnswer]) -> None:
     """Build a test instance from placeholder values so that a broken ``ground_truth`` or a
     non-dict ``self.correct`` fails validation instead of every verification."""
-    if not any("model_post_init" in k.__dict__ for k in cls.__mro__[: cls.__mro__.index(BaseAnswer)]):
+    if not _defines_below_base(cls, "model_post_init"):
         return
     values = {name: _placeholder(info.annotation) for name, info in cls.model_fields.items() if info.is_required()}
     try:
@@ -129,14 +139,13 @@ def _placeholder(annotation: Any) -> Any:
 def verify(tpl: LoadedTemplate, parsed: dict[str, Any] | None, raw: str, question_id: str | None) -> dict[str, Any]:
     cls, regex_only = tpl.cls, tpl.info["regex_only"]
     data: dict[str, Any] = {}
+    traced: dict[str, bool] = {}
     if not regex_only:
         if parsed is not None and not isinstance(parsed, dict):
             raise ParseFailure(f"parse: the judge's answer is a {type(parsed).__name__}, not a JSON object")
+        traced = trace_checks(cls, raw)  # once: field_outcomes reuses them
         # The judge must not be able to supply ground truth or regex checks.
-        data = {k: v for k, v in (parsed or {}).items() if k not in NOT_EXTRACTED}
-        for name, rule in cls._rules.items():
-            if rule.on_trace and name not in data:
-                data[name] = rule.primitive.check_trace(raw)  # type: ignore[attr-defined]
+        data = {**traced, **{k: v for k, v in (parsed or {}).items() if k not in NOT_EXTRACTED}}
     if question_id is not None:
         data["id"] = question_id
     try:
@@ -148,7 +157,7 @@ def verify(tpl: LoadedTemplate, parsed: dict[str, Any] | None, raw: str, questio
         raise ParseFailure(f"parse: the judge's answer does not fit {cls.__name__}: {problems}") from exc
     except Exception as exc:
         raise ParseFailure(f"parse: building {cls.__name__} failed: {type(exc).__name__}: {exc}") from exc
-    answer.__dict__["_raw_trace"] = raw
+    attach_trace(answer, raw, traced)
 
     field_error: str | None = None
     verify_raised = False
