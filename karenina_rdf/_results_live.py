@@ -27,7 +27,7 @@ from . import _terms as t
 from ._errors import VerificationError
 from ._graph import solutions, term_value
 from ._ids import child_iri
-from ._results_map import Context, Facts, ResultMapper, _k, row_key
+from ._results_map import Context, Facts, ResultMapper, _k, result_iri
 from ._results_model import PROV
 from ._results_store import (
     _FACT_PREDICATES,
@@ -108,9 +108,7 @@ class LiveRun:
         now (one already stored is left out)."""
         # A result already stored is not stored twice: Ctrl-C can come after a batch was
         # written and before the caller knew, and the caller then stores what it holds again.
-        keep = [
-            i for i, r in enumerate(results) if f"{self.iri}/results/{row_key(r['metadata'])}" not in self.positions
-        ]
+        keep = [i for i, r in enumerate(results) if result_iri(self.iri, r["metadata"]) not in self.positions]
         if len(keep) < len(results):
             results = [results[i] for i in keep]
             costs = [costs[i] for i in keep] if costs is not None else None
@@ -213,9 +211,3 @@ class LiveRun:
             f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ {run} ?p ?o }} }} ;\n"
             f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {facts} }} }}"
         )
-
-
-def task_row_key(meta: dict[str, Any]) -> str:
-    """The row key a task's result will have (its identity: question, template, models,
-    replicate, run name), known before the task runs: resuming skips tasks already stored."""
-    return row_key(meta)

@@ -60,6 +60,11 @@ _VALUE = t.iri(SCHEMA + "value")
 _NAME = t.iri(SCHEMA + "name")
 
 
+def result_iri(run: str, meta: dict[str, Any]) -> str:
+    """The IRI of a run's result row: ``{run}/results/{row_key}``."""
+    return f"{run}/results/{row_key(meta)}"
+
+
 def row_key(meta: dict[str, Any]) -> str:
     """Karenina's row identity (run name, question, template, answerer, judge, replicate; scenario
     coordinates for scenario rows) as 16 hex characters: the last segment of a result's IRI."""
@@ -225,7 +230,7 @@ class ResultMapper:
         self._field_nodes = {}
         self._field_taken = set()
         self._identities = {}
-        r = f"<{ctx.run}/results/{row_key(meta)}>"
+        r = f"<{result_iri(ctx.run, meta)}>"
         add = self._add
         add(r, A, _k("VerificationResult"))
         add(r, A, t.iri(EARL + "Assertion"))

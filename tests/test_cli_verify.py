@@ -18,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -399,6 +400,18 @@ def test_server_down_is_a_result_not_a_crash(store: str, seed: Seed) -> None:
 # -- Ctrl-C and --resume --------------------------------------------------------------------------
 
 
+@contextmanager
+def running(command: list[str], env: dict[str, str], **popen: Any) -> Iterator[subprocess.Popen[str]]:
+    """The command in its own process, killed if the test leaves it running."""
+    proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **popen)
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def console_script() -> str:
     beside = Path(sys.executable).parent / "karenina-rdf"
     found = str(beside) if beside.is_file() else shutil.which("karenina-rdf")
@@ -415,10 +428,7 @@ def test_ctrl_c_stores_what_is_complete_and_resume_finishes(store: str, seed: Se
     command += ["--judge", "openai:fake-judge", "--base-url", llm.base_url, "--no-progress", "--store", store]
     command += ["--concurrency", "1", "--run", "cut"]
     # Its own process group, interrupted as a terminal's Ctrl-C does: SIGINT to the group.
-    proc = subprocess.Popen(
-        command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
-    try:
+    with running(command, env, start_new_session=True) as proc:
         deadline = time.monotonic() + 60
         # A task is an answer and a parse, one task at a time: the fourth request (the second
         # task's parse) comes 0.4 s after the first task was complete, and its reply 0.4 s later.
@@ -428,10 +438,6 @@ def test_ctrl_c_stores_what_is_complete_and_resume_finishes(store: str, seed: Se
             time.sleep(0.02)
         os.killpg(proc.pid, signal.SIGINT)
         stdout, stderr = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-            proc.wait()
     assert proc.returncode == 130, (stdout, stderr)
     assert "Traceback" not in stderr
     assert "interrupted run cut" in stdout and "--resume cut" in stdout
@@ -500,9 +506,8 @@ def test_a_run_written_through_the_endpoint_shows_while_it_runs(
         command = [console_script(), "verify", seed.pharma, "-a", "openai:fake-answerer", "-j", "openai:fake-judge"]
         command += ["--base-url", llm.base_url, "--no-progress", "--store", sparql, "--run", "served"]
         command += ["--concurrency", "1"]
-        proc = subprocess.Popen(command, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         seen_running = False
-        try:
+        with running(command, env) as proc:
             deadline = time.monotonic() + 60
             while proc.poll() is None and time.monotonic() < deadline:
                 page = httpx.get(f"{served.url}/runs/served", timeout=10)
@@ -511,10 +516,6 @@ def test_a_run_written_through_the_endpoint_shows_while_it_runs(
                     break
                 time.sleep(0.05)
             stdout, stderr = proc.communicate(timeout=60)
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
         assert proc.returncode == 0, (stdout, stderr)
         assert seen_running, "the run page never showed the run while it ran"
         assert "completed run served" in stdout and "3 of 3 tasks stored" in stdout

@@ -18,8 +18,8 @@ from .._results_model import FAILURE_GROUPS, METADATA, ROOT, TEMPLATE
 from ._llm import ChatResponse
 from ._retry import DEFAULT_BUDGETS
 
-# Karenina's retry categories and their default budgets (§9.1 retry_policy).
-RETRY_CATEGORIES = tuple(DEFAULT_BUDGETS)  # Karenina's retried failure categories
+# Karenina's retried failure categories: those with a budget (§9.1 retry_policy).
+RETRY_CATEGORIES = tuple(DEFAULT_BUDGETS)
 _REASON_LIMIT = 500
 _WARNINGS_LIMIT = 50
 

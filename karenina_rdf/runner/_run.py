@@ -30,8 +30,8 @@ from pydantic import BaseModel, ConfigDict
 
 from .. import _terms as t
 from .._errors import VerificationError
-from .._results_live import LiveRun, task_row_key
-from .._results_map import A
+from .._results_live import LiveRun
+from .._results_map import A, row_key
 from .._results_model import PROV
 from .._rubric import RubricTrait
 from .._vocab import KARENINA, SCHEMA
@@ -324,8 +324,10 @@ def run_verification(
 
 
 def _key(task: Task, run_name: str | None) -> str:
+    """The row key the task's result will have, known before it runs: resuming skips tasks
+    whose result is stored."""
     q = task.question
-    return task_row_key(
+    return row_key(
         {
             "question_id": q.question_id,
             "template_id": q.template_id,
