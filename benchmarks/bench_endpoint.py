@@ -104,14 +104,14 @@ class MixData:
 
 def _named(name: str, params: dict[str, str] | None = None) -> str:
     """A named query's text (queries/*.rq) with its parameters bound, comment lines dropped."""
-    from karenina_rdf._queries import find_query
+    from karenina_rdf.sparql._named import find_query
 
     text = find_query(name).bind(params or {})
     return "\n".join(line for line in text.splitlines() if not line.lstrip().startswith("#")).strip()
 
 
 def build_kinds() -> list[Kind]:
-    from karenina_rdf._vocab import sparql_prefixes
+    from karenina_rdf.rdf._vocab import sparql_prefixes
 
     search = (
         "SELECT ?q ?text WHERE { ?q a schema:Question ; schema:text ?text . "
@@ -378,7 +378,7 @@ def prepare(root: Path, n: int, seed: int, slow_seconds: float, compact: bool) -
     import pyoxigraph as ox
 
     from karenina_rdf import Store
-    from karenina_rdf._vocab import sparql_prefixes
+    from karenina_rdf.rdf._vocab import sparql_prefixes
     from tests.servers import oxigraph_binary
 
     steps: dict[str, float] = {}

@@ -31,8 +31,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from karenina_rdf import Store  # noqa: E402
-from karenina_rdf._queries import find_query  # noqa: E402
-from karenina_rdf._vocab import PREFIXES  # noqa: E402
+from karenina_rdf.rdf._vocab import PREFIXES  # noqa: E402
+from karenina_rdf.sparql._named import find_query  # noqa: E402
 
 # (label, query, parameters)
 CASES: list[tuple[str, str, dict[str, str]]] = [

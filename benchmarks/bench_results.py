@@ -37,8 +37,8 @@ ROOT = HERE.parent
 sys.path.insert(0, str(ROOT))
 
 from karenina_rdf import Store  # noqa: E402
-from karenina_rdf._results_export import write_export  # noqa: E402
-from karenina_rdf._results_store import list_runs  # noqa: E402
+from karenina_rdf.results._export import write_export  # noqa: E402
+from karenina_rdf.results._runs import list_runs  # noqa: E402
 
 
 def _module(path: Path, name: str) -> ModuleType:

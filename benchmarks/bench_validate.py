@@ -31,8 +31,8 @@ def _peak_mb() -> float:
 def _child(step: str, src: str, work: str) -> dict[str, Any]:
     """Run one step in this (fresh) process; imports happen before the clock starts."""
     from karenina_rdf import Store, validate, validate_store
-    from karenina_rdf._shacl import validate_store_graph
-    from karenina_rdf._shapes import store_graph_to_rdflib, validate_graph_pyshacl
+    from karenina_rdf.validation._shacl import validate_store_graph
+    from karenina_rdf.validation._shapes import store_graph_to_rdflib, validate_graph_pyshacl
 
     start = time.perf_counter()
     if step == "file":  # a checkpoint file, before import: parse, map in memory, validate

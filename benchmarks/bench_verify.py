@@ -34,13 +34,13 @@ from types import ModuleType
 from typing import Any
 
 from karenina_rdf import Store
-from karenina_rdf.runner._llm import ChatRequest
 from karenina_rdf.runner._prompts import answering_messages, json_object, parsing_messages
-from karenina_rdf.runner._providers import FunctionProvider
-from karenina_rdf.runner._replay import Recorder, ReplayProvider
 from karenina_rdf.runner._run import RunOptions, run_verification
-from karenina_rdf.runner._sandbox import Sandbox
 from karenina_rdf.runner._tasks import ModelSpec
+from karenina_rdf.runner.providers._base import ChatRequest
+from karenina_rdf.runner.providers._registry import FunctionProvider
+from karenina_rdf.runner.providers._replay import Recorder, ReplayProvider
+from karenina_rdf.runner.sandbox._pool import Sandbox
 
 HERE = Path(__file__).parent
 
@@ -112,8 +112,8 @@ def baseline(
 ) -> tuple[float, int]:
     """The same grading in a plain loop: recorded replies by request hash, JSON parsed, each
     template exec'd once in this process and its verify() called."""
-    from karenina_rdf.runner._answer import judge_schema
-    from karenina_rdf.runner._template import load_template, verify
+    from karenina_rdf.runner.worker._runtime import judge_schema
+    from karenina_rdf.runner.worker._template import load_template, verify
 
     replay = ReplayProvider(recordings)
     classes: dict[str, Any] = {}

@@ -21,17 +21,9 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from karenina_rdf._ids import template_id
-from karenina_rdf._results_export import write_export
-from karenina_rdf._results_model import (
-    DEEP_JUDGMENT,
-    FAILURE_GROUPS,
-    METADATA,
-    ROOT,
-    RUBRIC,
-    TEMPLATE,
-    canonical_key,
-)
+from karenina_rdf.rdf._ids import template_id
+from karenina_rdf.results._export import write_export
+from karenina_rdf.results._model import DEEP_JUDGMENT, FAILURE_GROUPS, METADATA, ROOT, RUBRIC, TEMPLATE, canonical_key
 
 JSON = dict[str, Any]
 MODELS = [

@@ -2,8 +2,18 @@
 
 from typing import TYPE_CHECKING, Any
 
-from ._benchmark import Benchmark, BenchmarkInfo
-from ._checkpoint import map_checkpoint, read_file
+from karenina_rdf.authoring._benchmark import Benchmark, BenchmarkInfo
+from karenina_rdf.authoring._question import Answer, AnswerTemplate, Question
+from karenina_rdf.checkpoint._export import CANONICAL_CONTEXT
+from karenina_rdf.checkpoint._map import map_checkpoint, read_file
+from karenina_rdf.checkpoint._rubric import RubricTrait
+from karenina_rdf.rdf._ids import generate_question_id, question_md5_id, template_id
+from karenina_rdf.rdf._vocab import KARENINA, SCHEMA
+from karenina_rdf.results._runs import ResultsImport, RunSummary
+from karenina_rdf.sparql._named import NamedQuery, QueryParam, named_queries
+from karenina_rdf.store._store import BenchmarkSummary, ImportReport, ImportResult, Store
+from karenina_rdf.validation._validate import BenchmarkReport, Finding, validate, validate_store
+
 from ._errors import (
     AmbiguousBenchmarkError,
     BenchmarkNotFoundError,
@@ -17,26 +27,17 @@ from ._errors import (
     QuestionNotFoundError,
     StoreError,
 )
-from ._export import CANONICAL_CONTEXT
-from ._ids import generate_question_id, question_md5_id, template_id
-from ._queries import NamedQuery, QueryParam, named_queries
-from ._question import Answer, AnswerTemplate, Question
-from ._results_store import ResultsImport, RunSummary
-from ._rubric import RubricTrait
-from ._store import BenchmarkSummary, ImportReport, ImportResult, Store
-from ._validate import BenchmarkReport, Finding, validate, validate_store
-from ._vocab import KARENINA, SCHEMA
 
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from ._endpoint import EndpointSettings, create_app
+    from karenina_rdf.web._app import EndpointSettings, create_app
 
 
 def __getattr__(name: str) -> Any:
     # The endpoint pulls in FastAPI (0.3 s to import): only code that serves pays for it.
     if name in ("EndpointSettings", "create_app"):
-        from . import _endpoint
+        from .web import _app as _endpoint
 
         return getattr(_endpoint, name)
     raise AttributeError(f"module 'karenina_rdf' has no attribute {name!r}")

@@ -129,7 +129,7 @@ def backend(request: pytest.FixtureRequest, sparql_servers: dict[str, Any]) -> I
 
 def _empty(s: Store) -> None:
     """Drop what the store made on a server that outlives the test: its graphs and the catalog."""
-    from karenina_rdf._vocab import CATALOG_GRAPH, MODELS_GRAPH, VOCABULARY_GRAPH
+    from karenina_rdf.rdf._vocab import CATALOG_GRAPH, MODELS_GRAPH, VOCABULARY_GRAPH
 
     assert s.remote is not None
     for g in list(s.remote.named_graphs(s.base_iri)):

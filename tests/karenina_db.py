@@ -3,7 +3,7 @@
 The layout is the one Karenina's ``storage/`` package creates with SQLAlchemy (spec
 verification.md §12; the column list of ``verification_results`` is the one in
 /work/notes/karenina-results-facts.md §2, written here independently of
-``karenina_rdf._results_sqlite`` so a test can compare the two). Results are flattened as
+``karenina_rdf.results._sqlite`` so a test can compare the two). Results are flattened as
 Karenina's ``pydantic_to_orm`` does and bound as SQLAlchemy binds them:
 
 * a part (template, rubric, …) that is None sets each of its columns to None: a JSON column then

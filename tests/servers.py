@@ -160,7 +160,7 @@ def start_endpoint(folder: Path, *options: str, store: str | Path | None = None)
     store in ``folder``), run as its own process exactly as a user starts it."""
     port = free_port()
     log = folder / "endpoint.log"
-    command = [sys.executable, "-c", "from karenina_rdf._cli import main; main()", "serve"]
+    command = [sys.executable, "-c", "from karenina_rdf.cli import main; main()", "serve"]
     command += ["--store", str(store or folder / "store"), "--port", str(port), *options]
     process = subprocess.Popen(command, stdout=log.open("wb"), stderr=subprocess.STDOUT)
     base = f"http://127.0.0.1:{port}"

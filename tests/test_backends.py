@@ -18,7 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from karenina_rdf import Benchmark, CheckpointError, Store, StoreError
-from karenina_rdf._cli import app
+from karenina_rdf.cli._app import app
 
 from .conftest import EXAMPLES, load_json
 from .test_queries import CASES, _variant_doc
@@ -240,7 +240,7 @@ def test_cli_reports_an_unreachable_server_in_one_line() -> None:
 
 
 def test_remote_endpoints_from_a_url() -> None:
-    from karenina_rdf._remote import RemoteStore
+    from karenina_rdf.store._remote import RemoteStore
 
     ox_server = RemoteStore.from_url("http://127.0.0.1:7878")
     virtuoso = RemoteStore.from_url("http://127.0.0.1:8890/sparql")

@@ -16,7 +16,7 @@ from karenina_rdf import (
     RubricTrait,
     Store,
 )
-from karenina_rdf._templates import default_template
+from karenina_rdf.checkpoint._template_defaults import default_template
 
 from .conftest import EXAMPLES
 

@@ -62,7 +62,7 @@ def server() -> Iterator[str]:
     """The endpoint over the three examples, served by uvicorn in a thread of this process."""
     import uvicorn
 
-    from karenina_rdf._endpoint import create_app
+    from karenina_rdf.web._app import create_app
 
     store = Store.memory()
     for path in sorted(EXAMPLES.glob("*.jsonld")):

@@ -1,4 +1,4 @@
-"""The Python checks (karenina_rdf._checks): each with a passing and a failing graph, the corpus
+"""The Python checks (karenina_rdf.validation._checks): each with a passing and a failing graph, the corpus
 and the examples, and the evaluation modes each question is ready for."""
 
 from __future__ import annotations
@@ -9,10 +9,11 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from karenina_rdf import Store, _checks
-from karenina_rdf._checks import CHECKS, CHECKS_NS, TemplateCache, evaluation_modes, run_checks
-from karenina_rdf._ids import md5_hex, template_id
-from karenina_rdf._templates import default_template
+from karenina_rdf import Store
+from karenina_rdf.checkpoint._template_defaults import default_template
+from karenina_rdf.rdf._ids import md5_hex, template_id
+from karenina_rdf.validation import _checks
+from karenina_rdf.validation._checks import CHECKS, CHECKS_NS, TemplateCache, evaluation_modes, run_checks
 
 from .conftest import EXAMPLES, corpus_params
 

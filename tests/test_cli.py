@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from karenina_rdf._cli import app
+from karenina_rdf.cli._app import app
 
 from .conftest import EXAMPLES
 

@@ -27,7 +27,7 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from karenina_rdf import Benchmark, RubricTrait, Store
-from karenina_rdf._cli import app
+from karenina_rdf.cli._app import app
 
 from .conftest import EXAMPLES
 from .fake_llm_server import COMPLETION_TOKENS, PROMPT_TOKENS, FakeLLM, kind, user_text
@@ -473,7 +473,7 @@ def test_ctrl_c_while_starting_ends_quietly(
     monkeypatch: pytest.MonkeyPatch, store: str, seed: Seed, llm: FakeLLM, command: str
 ) -> None:
     # Ctrl-C before the run's own handler is installed (here: while the store opens).
-    import karenina_rdf._cli_verify as cli_verify
+    import karenina_rdf.cli._verify as cli_verify
 
     def interrupted(*_: object) -> None:
         raise KeyboardInterrupt

@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from karenina_rdf._cli import app
+from karenina_rdf.cli._app import app
 
 from .conftest import ROOT
 

@@ -16,8 +16,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from karenina_rdf import Store
-from karenina_rdf._endpoint import EndpointSettings, create_app
-from karenina_rdf._vocab import CATALOG_GRAPH
+from karenina_rdf.rdf._vocab import CATALOG_GRAPH
+from karenina_rdf.web._app import EndpointSettings, create_app
 
 from .conftest import server_url
 

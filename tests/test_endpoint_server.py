@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from karenina_rdf import Store
-from karenina_rdf._endpoint import create_app
+from karenina_rdf.web._app import create_app
 
 from .servers import Server, start_endpoint
 

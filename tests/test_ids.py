@@ -7,7 +7,7 @@ import hashlib
 import pytest
 
 from karenina_rdf import generate_question_id, question_md5_id, template_id
-from karenina_rdf._ids import benchmark_iri, md5_hex, segment, unsegment
+from karenina_rdf.rdf._ids import benchmark_iri, md5_hex, segment, unsegment
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""The HTML pages of the endpoint (karenina_rdf/_pages.py), through the ASGI app: status, content
+"""The HTML pages of the endpoint (karenina_rdf/web/pages/_routes.py), through the ASGI app: status, content
 type, what each page shows, escaping, pagination, the question filter and the alternate links."""
 
 from __future__ import annotations
@@ -17,10 +17,10 @@ from fastapi.testclient import TestClient
 from markupsafe import escape
 
 from karenina_rdf import Benchmark, Store, named_queries
-from karenina_rdf._endpoint import create_app
-from karenina_rdf._ids import question_iri, segment
-from karenina_rdf._page_data import PAGE_SIZE
-from karenina_rdf._page_terms import editor_text
+from karenina_rdf.rdf._ids import question_iri, segment
+from karenina_rdf.web._app import create_app
+from karenina_rdf.web.pages._benchmarks import PAGE_SIZE
+from karenina_rdf.web.pages._display import editor_text
 
 from .conftest import EXAMPLES, ROOT, load_json
 
@@ -439,7 +439,7 @@ def _label(identity: dict[str, Any]) -> str:
 
 def _model_path(identity: dict[str, Any]) -> str:
     """docs/data-model.md §9: {base}models/{interface}/{model name}[/{hash}]."""
-    from karenina_rdf._results_map import model_iri
+    from karenina_rdf.results._map import model_iri
 
     return "/" + model_iri("", identity)
 

@@ -15,16 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from karenina_rdf import InvalidValueError, QueryNotFoundError, Store
-from karenina_rdf._cli import app
-from karenina_rdf._queries import (
-    NamedQuery,
-    bind_values,
-    find_query,
-    named_queries,
-    parse_query,
-    to_term,
-)
-from karenina_rdf._queries_doc import render
+from karenina_rdf.cli._app import app
+from karenina_rdf.sparql._docs import render
+from karenina_rdf.sparql._named import NamedQuery, bind_values, find_query, named_queries, parse_query, to_term
 
 from .conftest import EXAMPLES, ROOT, load_json
 
@@ -134,7 +127,7 @@ def test_every_query_has_a_title_description_and_documented_params() -> None:
 
 def test_docs_are_generated_from_the_headers() -> None:
     assert (ROOT / "docs" / "queries.md").read_text(encoding="utf-8") == render(), (
-        "docs/queries.md is out of date: regenerate it with `python -m karenina_rdf._queries_doc > docs/queries.md`"
+        "docs/queries.md is out of date: regenerate it with `python -m karenina_rdf.sparql._docs > docs/queries.md`"
     )
 
 

@@ -20,13 +20,14 @@ import rdflib
 from typer.testing import CliRunner
 
 from karenina_rdf import Store
-from karenina_rdf._checks import CHECKS, CHECKS_NS, RUN_CHECKS, run_result_checks
-from karenina_rdf._cli import app
 from karenina_rdf._errors import NotFoundError, StoreError
-from karenina_rdf._results_model import FAILURE_GROUPS
-from karenina_rdf._results_store import resolve_run, taxonomy_triples
-from karenina_rdf._shapes import SHAPES_DIR, shape_files
-from karenina_rdf._validate import (
+from karenina_rdf.cli._app import app
+from karenina_rdf.rdf._vocab import VOCABULARY_GRAPH
+from karenina_rdf.results._model import FAILURE_GROUPS
+from karenina_rdf.results._runs import resolve_run, taxonomy_triples
+from karenina_rdf.validation._checks import CHECKS, CHECKS_NS, RUN_CHECKS, run_result_checks
+from karenina_rdf.validation._shapes import SHAPES_DIR, shape_files
+from karenina_rdf.validation._validate import (
     RUN_SHAPE_FILES,
     BenchmarkReport,
     Finding,
@@ -35,7 +36,6 @@ from karenina_rdf._validate import (
     validate_run,
     validate_store,
 )
-from karenina_rdf._vocab import VOCABULARY_GRAPH
 
 from .conftest import CORPUS, EXAMPLES, ROOT, load_json, needs_corpus
 
@@ -143,7 +143,7 @@ def test_failure_shapes_accept_every_category_of_the_taxonomy() -> None:
     store = ox.Store()
     graph = ox.NamedNode("urn:test:run")
     store.load(data.encode(), format=ox.RdfFormat.TURTLE, to_graph=graph)
-    from karenina_rdf._shacl import validate_store_graph
+    from karenina_rdf.validation._shacl import validate_store_graph
 
     shapes = rdflib.Graph().parse(SHAPES_DIR / "failure.ttl", format="turtle")
     assert validate_store_graph(store, [graph], shapes).results == []

@@ -16,11 +16,11 @@ import pytest
 from typer.testing import CliRunner
 
 from karenina_rdf import CheckpointError, NotFoundError, Store
-from karenina_rdf import _results_read as reader_module
-from karenina_rdf._cli import app
-from karenina_rdf._results_export import write_export
-from karenina_rdf._results_model import PARTS, ROOT, is_default
-from karenina_rdf._results_read import ExportReader
+from karenina_rdf.cli._app import app
+from karenina_rdf.results import _read as reader_module
+from karenina_rdf.results._export import write_export
+from karenina_rdf.results._model import PARTS, ROOT, is_default
+from karenina_rdf.results._read import ExportReader
 
 from .conftest import CORPUS, EXAMPLES, needs_corpus
 from .conftest import ROOT as PROJECT
@@ -234,7 +234,7 @@ TALLY = """SELECT ?model ?judge ?bench ?n ?verified ?passed ?failures WHERE {
 
 
 def tallies_of(rows: list[dict[str, Any]], bench: str | None) -> list[tuple[Any, ...]]:
-    from karenina_rdf._results_model import display_string
+    from karenina_rdf.results._model import display_string
 
     counts: dict[tuple[str, str], list[int]] = {}
     for row in rows:
@@ -416,7 +416,7 @@ def test_a_replaced_row_keeps_its_place(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("small", [1_000_000, 10], ids=["one transaction", "named pipe"])
 def test_a_lone_surrogate_is_refused_with_its_row(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, small: int) -> None:
-    import karenina_rdf._store as store_module
+    import karenina_rdf.store._store as store_module
 
     monkeypatch.setattr(store_module, "_SMALL", small)  # the pipe opens once this many lines are mapped
     head, rows = synthetic(4)
@@ -433,7 +433,7 @@ def test_a_lone_surrogate_is_refused_with_its_row(monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_big_import_through_the_pipe_equals_a_small_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import karenina_rdf._store as store_module
+    import karenina_rdf.store._store as store_module
 
     head, rows = synthetic(20)
     path = write(tmp_path / "x.json", head, rows)

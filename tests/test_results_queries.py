@@ -23,9 +23,9 @@ import pytest
 from typer.testing import CliRunner
 
 from karenina_rdf import Store
-from karenina_rdf._cli import app
-from karenina_rdf._queries import named_queries
-from karenina_rdf._vocab import KARENINA
+from karenina_rdf.cli._app import app
+from karenina_rdf.rdf._vocab import KARENINA
+from karenina_rdf.sparql._named import named_queries
 
 from .conftest import EXAMPLES, load_json
 

@@ -16,9 +16,10 @@ from typing import Any
 
 import pytest
 
-from karenina_rdf import Store, _results_sqlite
+from karenina_rdf import Store
 from karenina_rdf._errors import CheckpointError, NotFoundError
-from karenina_rdf._results_sqlite import (
+from karenina_rdf.results import _sqlite as _results_sqlite
+from karenina_rdf.results._sqlite import (
     SQLITE_MAGIC,
     ResultsDatabase,
     RowBuilder,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from karenina_rdf.runner import _primitives as prim
-from karenina_rdf.runner._answer import judge_schema
-from karenina_rdf.runner._template import ParseFailure, TemplateInvalid, load_template, verify
+from karenina_rdf.runner.worker import _primitives as prim
+from karenina_rdf.runner.worker._runtime import judge_schema
+from karenina_rdf.runner.worker._template import ParseFailure, TemplateInvalid, load_template, verify
 
 from .conftest import CORPUS, EXAMPLES
 

@@ -20,11 +20,11 @@ import pytest
 from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf._errors import ProviderError, VerificationError
 from karenina_rdf.runner._generate import generate_templates
-from karenina_rdf.runner._llm import ChatRequest, ChatResponse
-from karenina_rdf.runner._providers import FunctionProvider
 from karenina_rdf.runner._run import RunOptions, rescore, run_verification
-from karenina_rdf.runner._sandbox import Limits, Sandbox
 from karenina_rdf.runner._tasks import ModelSpec
+from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse
+from karenina_rdf.runner.providers._registry import FunctionProvider
+from karenina_rdf.runner.sandbox._pool import Limits, Sandbox
 
 CAPITAL = """class Answer(BaseAnswer):
     capital: str = Field(description="The capital city named in the response")
@@ -454,7 +454,7 @@ def test_rescore_grades_stored_answers_with_a_new_judge(sandbox: Sandbox) -> Non
 
 
 def test_recorded_answers_are_graded(sandbox: Sandbox, tmp_path: Path) -> None:
-    from karenina_rdf.runner._answers import read_answers
+    from karenina_rdf.runner._recorded import read_answers
 
     store = Store.memory()
     bench = make_bench(store)
@@ -522,8 +522,8 @@ def test_templates_generate(sandbox: Sandbox, reply: str, stored: bool, reason: 
 
 
 def test_cost_per_stage_and_model_is_stored_and_queried(sandbox: Sandbox) -> None:
-    from karenina_rdf.runner._llm import Usage
-    from karenina_rdf.runner._pricing import cost_usd
+    from karenina_rdf.runner.providers._base import Usage
+    from karenina_rdf.runner.providers._pricing import cost_usd
 
     store = Store.memory()
     bench = make_bench(store)
@@ -563,7 +563,7 @@ def test_a_verified_run_meets_the_shapes(sandbox: Sandbox) -> None:
 
 
 def test_an_error_while_storing_leaves_the_run_resumable(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    from karenina_rdf import _results_live
+    from karenina_rdf.results import _live as _results_live
 
     store = Store.memory()
     bench = make_bench(store)

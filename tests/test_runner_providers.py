@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from karenina_rdf._errors import ProviderError, VerificationError
-from karenina_rdf.runner._llm import ChatRequest, ChatResponse, Message, Provider, Usage
-from karenina_rdf.runner._providers import (
+from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Message, Provider, Usage
+from karenina_rdf.runner.providers._registry import (
     AnthropicProvider,
     CachedProvider,
     FunctionProvider,
@@ -705,7 +705,7 @@ def test_cost_known_and_unknown(model: str, expected: float | None, monkeypatch:
 
 
 def test_shipped_price_table_says_where_from() -> None:
-    raw = json.loads((Path(__file__).parents[1] / "karenina_rdf" / "runner" / "prices.json").read_text())
+    raw = json.loads((Path(__file__).parents[1] / "karenina_rdf" / "runner" / "providers" / "prices.json").read_text())
     assert raw["_source"] and raw["as_of"] and raw["models"]
 
 

@@ -20,8 +20,8 @@ from typing import Any
 import cloudpickle
 import pytest
 
-from karenina_rdf.runner._sandbox import Limits, Sandbox, SandboxOutcome, namespace_prefix
-from karenina_rdf.runner._sandbox_process import WorkerProcess
+from karenina_rdf.runner.sandbox._pool import Limits, Sandbox, SandboxOutcome, namespace_prefix
+from karenina_rdf.runner.sandbox._process import WorkerProcess
 
 from .conftest import CORPUS, EXAMPLES
 
@@ -154,7 +154,7 @@ def test_files_outside_the_sandbox_directory(sandbox: Sandbox, tmp_path: Path) -
 
 
 # The worker module as template code finds it, to tamper with the worker's own code.
-WORKER = "import sys\nworker = sys.modules['_karenina_sandbox._sandbox_worker']\n"
+WORKER = "import sys\nworker = sys.modules['_karenina_sandbox._main']\n"
 
 
 def _claim_cpu(cpu: str) -> str:

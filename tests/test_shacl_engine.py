@@ -1,4 +1,4 @@
-"""The SPARQL SHACL engine (karenina_rdf._shacl) agrees with pyshacl, the reference.
+"""The SPARQL SHACL engine (karenina_rdf.validation._shacl) agrees with pyshacl, the reference.
 
 For every fixture in tests/fixtures/shapes (validated against its own shape file), every loadable
 corpus file and every example (validated against all of shapes/), the set of (focus node, path,
@@ -14,9 +14,15 @@ import pyoxigraph as ox
 import pytest
 import rdflib
 
-from karenina_rdf import Store, _shacl
-from karenina_rdf._shacl import UnsupportedShape, parse_shapes, validate_store_graph, validate_turtle
-from karenina_rdf._shapes import ValidationReport, shapes_graph, store_graph_to_rdflib, validate_graph_pyshacl
+from karenina_rdf import Store
+from karenina_rdf.validation import _shacl
+from karenina_rdf.validation._shacl import UnsupportedShape, parse_shapes, validate_store_graph, validate_turtle
+from karenina_rdf.validation._shapes import (
+    ValidationReport,
+    shapes_graph,
+    store_graph_to_rdflib,
+    validate_graph_pyshacl,
+)
 
 from .conftest import EXAMPLES, ROOT, corpus_params
 

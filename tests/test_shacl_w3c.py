@@ -1,4 +1,4 @@
-"""W3C SHACL Core conformance tests for the SPARQL engine (karenina_rdf._shacl).
+"""W3C SHACL Core conformance tests for the SPARQL engine (karenina_rdf.validation._shacl).
 
 The suite is ../shared/conformance/shacl-w3c/tests/core/ (data only; the tests skip when it is
 absent). Each test file holds a manifest entry ``sht:Validate`` with a data graph, a shapes graph
@@ -31,9 +31,9 @@ import pytest
 import rdflib
 from rdflib import RDF, BNode, Literal, URIRef
 
-from karenina_rdf import _shacl
-from karenina_rdf._shacl import validate_turtle
-from karenina_rdf._shapes import _path_text
+from karenina_rdf.validation import _shacl
+from karenina_rdf.validation._shacl import validate_turtle
+from karenina_rdf.validation._shapes import _path_text
 
 from .conftest import SHARED
 

@@ -15,7 +15,7 @@ import rdflib
 from rdflib.namespace import SH
 
 from karenina_rdf import Store
-from karenina_rdf._shapes import (
+from karenina_rdf.validation._shapes import (
     SHAPES_DIR,
     ValidationReport,
     shape_files,

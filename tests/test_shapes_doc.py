@@ -5,9 +5,9 @@ from __future__ import annotations
 import rdflib
 from rdflib import RDF, Namespace
 
-from karenina_rdf._checks import CHECKS
-from karenina_rdf._shapes import SH, shape_files
-from karenina_rdf._shapes_doc import render
+from karenina_rdf.validation._checks import CHECKS
+from karenina_rdf.validation._docs import render
+from karenina_rdf.validation._shapes import SH, shape_files
 
 from .conftest import ROOT
 
@@ -18,7 +18,7 @@ KS = "urn:karenina-rdf:shapes:"
 
 def test_doc_is_up_to_date() -> None:
     assert DOC.read_text(encoding="utf-8") == render(), (
-        "docs/shapes.md is out of date: regenerate it with `python -m karenina_rdf._shapes_doc > docs/shapes.md`"
+        "docs/shapes.md is out of date: regenerate it with `python -m karenina_rdf.validation._docs > docs/shapes.md`"
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyoxigraph as ox
 import pytest
 
-from karenina_rdf._sparql_text import (
+from karenina_rdf.sparql._text import (
     add_using,
     dataset_clauses,
     load_targets,

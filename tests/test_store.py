@@ -10,14 +10,8 @@ from typing import Any
 import pyoxigraph as ox
 import pytest
 
-from karenina_rdf import (
-    AmbiguousBenchmarkError,
-    BenchmarkNotFoundError,
-    CheckpointError,
-    Store,
-    StoreError,
-)
-from karenina_rdf._vocab import SCHEMA
+from karenina_rdf import AmbiguousBenchmarkError, BenchmarkNotFoundError, CheckpointError, Store, StoreError
+from karenina_rdf.rdf._vocab import SCHEMA
 
 from .conftest import CORPUS, EXAMPLES, NOT_CHECKPOINTS, corpus_params, load_json, needs_corpus
 
@@ -292,7 +286,8 @@ def test_scenarios_with_the_same_name_stay_apart(store: Store) -> None:
 @pytest.fixture
 def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Exercise the big-import path (chunks bulk-loaded by a second thread) on small files."""
-    from karenina_rdf import _checkpoint, _store
+    from karenina_rdf.checkpoint import _map as _checkpoint
+    from karenina_rdf.store import _store
 
     monkeypatch.setattr(_store, "_CHUNK", 40)
     monkeypatch.setattr(_store, "_SMALL", 10)

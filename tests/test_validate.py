@@ -13,8 +13,15 @@ import pytest
 from typer.testing import CliRunner
 
 from karenina_rdf import CheckpointError, Store
-from karenina_rdf._cli import app
-from karenina_rdf._validate import LOAD_RULES, BenchmarkReport, Finding, reports_turtle, validate, validate_store
+from karenina_rdf.cli._app import app
+from karenina_rdf.validation._validate import (
+    LOAD_RULES,
+    BenchmarkReport,
+    Finding,
+    reports_turtle,
+    validate,
+    validate_store,
+)
 
 from .conftest import EXAMPLES, load_json
 
@@ -214,7 +221,7 @@ def test_cli_import_prints_readiness(tmp_path: Path) -> None:
 
 
 def _fixture_report(name: str) -> ox.Store:
-    from karenina_rdf._shacl import validate_turtle
+    from karenina_rdf.validation._shacl import validate_turtle
 
     results = validate_turtle(FIXTURES / name).results
     findings = [Finding.of(r) for r in results]

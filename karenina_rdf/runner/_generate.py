@@ -15,14 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict
 
-from .._errors import ProviderError
-from ._llm import ChatRequest, Message
+from karenina_rdf._errors import ProviderError
+from karenina_rdf.runner.providers._base import ChatRequest, Message
+
 from ._pipeline import SandboxLike
 from ._prompts import json_object, parsing_messages
 from ._tasks import ModelSpec
 
 if TYPE_CHECKING:
-    from .._store import Store
+    from karenina_rdf.store._store import Store
 
 GENERATION_PROMPT = """You write answer templates for an LLM benchmark.
 
@@ -64,7 +65,7 @@ def generate_templates(
 ) -> list[GeneratedTemplate]:
     """Templates for the questions without one (every question in ``questions`` with
     ``overwrite``); stored unless ``dry_run``."""
-    from .._benchmark import Benchmark
+    from karenina_rdf.authoring._benchmark import Benchmark
 
     bench = Benchmark(store, benchmark)
     ids = questions or bench.get_question_ids()

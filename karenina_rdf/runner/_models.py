@@ -9,8 +9,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .._errors import VerificationError
-from ._llm import Provider
+from karenina_rdf._errors import VerificationError
+from karenina_rdf.runner.providers._base import Provider
+
 from ._tasks import ModelSpec
 
 # Karenina's interface names for what answers the calls (ModelIdentity.interface).
@@ -45,7 +46,7 @@ class Transport:
         self._replay: dict[str, Provider] = {}
         self._cache = None
         if cache is not None and replay is None:
-            from ._cache import ResponseCache
+            from karenina_rdf.runner.providers._cache import ResponseCache
 
             self._cache = ResponseCache(cache)
 
@@ -80,15 +81,15 @@ class Transport:
         provider: Provider
         if self.replay is not None:
             if interface not in self._replay:
-                from ._replay import ReplayProvider
+                from karenina_rdf.runner.providers._replay import ReplayProvider
 
                 self._replay[interface] = ReplayProvider(self.replay, interface=interface)
             provider = self._replay[interface]
         else:
-            from ._cache import CachedProvider
-            from ._providers import provider_from_spec
-            from ._replay import Recorder
-            from ._retry import RetryingProvider
+            from karenina_rdf.runner.providers._cache import CachedProvider
+            from karenina_rdf.runner.providers._registry import provider_from_spec
+            from karenina_rdf.runner.providers._replay import Recorder
+            from karenina_rdf.runner.providers._retry import RetryingProvider
 
             provider, name = provider_from_spec(spec, base_url=self.base_url)
             provider = RetryingProvider(provider)

@@ -19,8 +19,9 @@ from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
-from .._errors import ProviderError
-from ._llm import ChatRequest, ChatResponse, Message
+from karenina_rdf._errors import ProviderError
+from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Message
+
 from ._prompts import answering_messages, json_object, parsing_messages
 from ._record import RETRY_CATEGORIES, StageError, TaskState, finalize, fresh_result
 from ._tasks import ModelSpec, Task
@@ -297,7 +298,7 @@ class Pipeline:
         tpl.update(outcome.value)
 
     def _rubric(self, task: Task, state: TaskState, result: dict[str, Any], response: str) -> None:
-        from ._rubric_eval import evaluate_rubric, merge_rubrics
+        from karenina_rdf.runner.rubric._evaluate import evaluate_rubric, merge_rubrics
 
         state.last_stage = "rubric_evaluation"
         try:

@@ -13,10 +13,10 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from .._results_legacy import result_id
-from .._results_model import FAILURE_GROUPS, METADATA, ROOT, TEMPLATE
-from ._llm import ChatResponse
-from ._retry import DEFAULT_BUDGETS
+from karenina_rdf.results._legacy import result_id
+from karenina_rdf.results._model import FAILURE_GROUPS, METADATA, ROOT, TEMPLATE
+from karenina_rdf.runner.providers._base import ChatResponse
+from karenina_rdf.runner.providers._retry import DEFAULT_BUDGETS
 
 # Karenina's retried failure categories: those with a budget (§9.1 retry_policy).
 RETRY_CATEGORIES = tuple(DEFAULT_BUDGETS)

@@ -28,20 +28,21 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from .. import _terms as t
-from .._errors import VerificationError
-from .._results_live import LiveRun
-from .._results_map import A, row_key
-from .._results_model import PROV
-from .._rubric import RubricTrait
-from .._vocab import KARENINA, SCHEMA
+from karenina_rdf._errors import VerificationError
+from karenina_rdf.checkpoint._rubric import RubricTrait
+from karenina_rdf.rdf import _terms as t
+from karenina_rdf.rdf._vocab import KARENINA, SCHEMA
+from karenina_rdf.results._live import LiveRun
+from karenina_rdf.results._map import A, row_key
+from karenina_rdf.results._model import PROV
+from karenina_rdf.runner.providers._retry import DEFAULT_BUDGETS
+
 from ._pipeline import Answers, Pipeline, SandboxLike
 from ._record import RETRY_CATEGORIES
-from ._retry import DEFAULT_BUDGETS
 from ._tasks import MODES, Mode, ModelSpec, Plan, Task, plan, read_questions
 
 if TYPE_CHECKING:
-    from .._store import Store
+    from karenina_rdf.store._store import Store
 
 _FLUSH_SECONDS = 0.2  # a result waits at most this long for others to share its store write
 _FLUSH_SIZE = 500
@@ -202,7 +203,7 @@ def run_verification(
     opts = options or RunOptions()
     started = time.time()
     bench_iri, bench_graph = store.graph_of(benchmark)
-    from .._benchmark import Benchmark
+    from karenina_rdf.authoring._benchmark import Benchmark
 
     bench = Benchmark(store, bench_iri)
     questions, notes = read_questions(store, bench_iri, list(opts.questions) if opts.questions else None)
@@ -227,7 +228,7 @@ def run_verification(
         if len(the_plan.tasks) < planned:
             notes.append(f"{planned - len(the_plan.tasks)} task(s) have no recorded answer: left out")
     if resume is not None:  # by id or IRI
-        from .._results_store import resolve_run, run_summary
+        from karenina_rdf.results._runs import resolve_run, run_summary
 
         resume = run_summary(store, *resolve_run(store, resume)).run_id
     run_id = resume or opts.run_id or f"verify-{dt.datetime.now(dt.UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
@@ -268,7 +269,7 @@ def run_verification(
     skipped = len(the_plan.tasks) - len(todo)
     owned = None
     if sandbox is None:
-        from ._sandbox import Sandbox
+        from karenina_rdf.runner.sandbox._pool import Sandbox
 
         owned = sandbox = Sandbox(workers=max(1, min(opts.concurrency, os.cpu_count() or 2)))
     pipeline = Pipeline(
@@ -355,7 +356,7 @@ def _open_run(
     global_traits: list[RubricTrait],
     resume: str | None,
 ) -> LiveRun:
-    from .._results_store import run_iri
+    from karenina_rdf.results._runs import run_iri
 
     iri = run_iri(store.base_iri, run_id)
     if resume is not None:
@@ -424,7 +425,7 @@ def _open_run(
 
 def _carry_summary(store: Store, live: LiveRun) -> None:
     """A resumed run keeps its start time and counts so far."""
-    from .._results_store import _reader, run_header
+    from karenina_rdf.results._runs import _reader, run_header
 
     old = run_header(_reader(store, live.graph), live.graph, live.iri)
     summary = (old.get("metadata") or {}).get("job_summary")
@@ -439,8 +440,8 @@ def stored_config(store: Store, run: str) -> dict[str, Any]:
     """The configuration a run made by ``verify`` recorded (``karenina:configuration``)."""
     import pyoxigraph as ox
 
-    from .._graph import term_value
-    from .._results_store import resolve_run
+    from karenina_rdf.rdf._graph import term_value
+    from karenina_rdf.results._runs import resolve_run
 
     iri, graph = resolve_run(store, run)
     for q in store.oxigraph.quads_for_pattern(ox.NamedNode(iri), ox.NamedNode(KARENINA + "configuration"), None, graph):
@@ -455,7 +456,7 @@ def _answers_of(store: Store, run: str | None, done_keys: set[str]) -> dict[tupl
     not a new one (Karenina shares one answer between the judges of a task)."""
     if run is None or not done_keys:
         return None
-    from ._answers import stored_answers
+    from ._recorded import stored_answers
 
     try:
         return stored_answers(store, run)[0]
@@ -592,9 +593,10 @@ def verify(
     file. With ``resume``, what is not given is read from the run's stored configuration:
     models, mode, replicates, questions, options, the answers file, the server and a replay file.
     ``cache`` keeps model responses in the store's folder (an on-disk store only)."""
-    from ._answers import read_answers
+    from karenina_rdf.runner.providers._pricing import cost_usd
+
     from ._models import Transport
-    from ._pricing import cost_usd
+    from ._recorded import read_answers
 
     strategy: Literal["batch", "sequential"] = "batch"
     if resume is not None:
@@ -673,8 +675,9 @@ def rescore(
 ) -> RunReport:
     """Grade the answers stored in ``run`` again, with ``judges`` (and the benchmark's current
     templates and rubric): a new run, no answering model called."""
-    from .._results_store import resolve_run
-    from ._answers import stored_answers
+    from karenina_rdf.results._runs import resolve_run
+
+    from ._recorded import stored_answers
 
     old_iri, _ = resolve_run(store, run)
     answers, identities, replicates, benches = stored_answers(store, run)

@@ -11,14 +11,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .._errors import VerificationError
-from .._question import Question
-from .._results_model import canonical_key
-from .._rubric import RubricTrait
-from ._llm import Provider
+from karenina_rdf._errors import VerificationError
+from karenina_rdf.authoring._question import Question
+from karenina_rdf.checkpoint._rubric import RubricTrait
+from karenina_rdf.results._model import canonical_key
+from karenina_rdf.runner.providers._base import Provider
 
 if TYPE_CHECKING:
-    from .._store import Store
+    from karenina_rdf.store._store import Store
 
 Mode = Literal["template_only", "template_and_rubric", "rubric_only"]
 MODES: tuple[Mode, ...] = ("template_only", "template_and_rubric", "rubric_only")
@@ -93,7 +93,7 @@ def read_questions(
     store: Store, benchmark: str, only: list[str] | None = None
 ) -> tuple[list[QuestionInput], list[str]]:
     """The benchmark's finished questions (all of ``only``, in that order, when given)."""
-    from .._benchmark import Benchmark
+    from karenina_rdf.authoring._benchmark import Benchmark
 
     bench = Benchmark(store, benchmark)
     notes: list[str] = []

@@ -1,0 +1,707 @@
+"""``Benchmark``: a live handle on one stored benchmark, with Karenina's authoring API.
+
+Nothing is cached: every read goes to the graph and every change is one SPARQL update on it.
+A change is expressed as the checkpoint JSON Karenina would hold after it, mapped with the
+importer's own rules and applied as a diff, so the authoring API and import cannot disagree.
+"""
+
+from __future__ import annotations
+
+import ast
+import datetime as dt
+import inspect
+import json
+import re
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+from pydantic import BaseModel, ConfigDict
+
+from karenina_rdf._errors import DuplicateQuestionError, InvalidValueError, QuestionNotFoundError
+from karenina_rdf.checkpoint._export import CANONICAL_CONTEXT, benchmark_json, item_json
+from karenina_rdf.checkpoint._map import map_checkpoint, map_item
+from karenina_rdf.checkpoint._rubric import RubricTrait, coerce_trait
+from karenina_rdf.checkpoint._template_defaults import default_template, is_default_template, template_name
+from karenina_rdf.rdf._graph import (
+    DATA_FEED_ELEMENT,
+    Index,
+    count_items,
+    diff_update,
+    index_triples,
+    node_index,
+    ordered_items,
+    parse_triples,
+    solutions,
+    term_value,
+)
+from karenina_rdf.rdf._ids import generate_question_id, item_iri, owning_question, question_iri
+from karenina_rdf.rdf._terms import string
+from karenina_rdf.rdf._vocab import KARENINA, SCHEMA
+from karenina_rdf.store._store import Store
+
+from ._question import Question, question_from_item
+
+_NOT_GIVEN: Any = object()
+_MATCH_MODES = ("exact", "contains", "in", "regex")
+
+
+def _now() -> str:
+    return dt.datetime.now().isoformat()  # Karenina writes local time without a zone
+
+
+class BenchmarkInfo(BaseModel):
+    """The DataFeed node of a benchmark, as a value (``Benchmark.info()``)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    iri: str
+    name: str
+    description: str
+    version: str
+    creator: str
+    date_created: str | None
+    date_modified: str | None
+    custom_properties: dict[str, Any]
+    global_rubric: list[RubricTrait]
+    question_count: int
+
+
+def benchmark_info(header: dict[str, Any], *, benchmark_id: str, iri: str, question_count: int) -> BenchmarkInfo:
+    """A benchmark's header JSON (its checkpoint without the items) as a BenchmarkInfo."""
+    ratings = [RubricTrait.from_rating(r) for r in header.get("rating") or []]
+    return BenchmarkInfo(
+        id=benchmark_id,
+        iri=iri,
+        name=header.get("name") or "",
+        description=header.get("description") or "",
+        version=header.get("version") or "0.1.0",
+        creator=_creator_name(header.get("creator")),
+        date_created=header.get("dateCreated"),
+        date_modified=header.get("dateModified"),
+        custom_properties=_properties(header),
+        global_rubric=[t for t in ratings if not t.dynamic],
+        question_count=question_count,
+    )
+
+
+class Benchmark:
+    """One benchmark in a :class:`Store`, addressed by its IRI."""
+
+    def __init__(self, store: Store, ref: str) -> None:
+        self.store = store
+        self.iri = store.resolve(ref)
+
+    # -- construction ----------------------------------------------------------------------
+    @classmethod
+    def create(
+        cls,
+        name: str,
+        description: str = "",
+        version: str = "0.1.0",
+        creator: str = "Karenina Benchmarking System",
+        *,
+        store: Store,
+    ) -> Benchmark:
+        """A new empty benchmark, with the defaults and ``@id`` form Karenina uses."""
+        if not name:
+            raise InvalidValueError("Benchmark must have a name")
+        now = _now()
+        doc = {
+            "@context": CANONICAL_CONTEXT,
+            "@type": "DataFeed",
+            "@id": f"urn:uuid:karenina-checkpoint-{time.time()}",
+            "name": name,
+            "description": description or "Benchmark containing questions",
+            "version": version,
+            "creator": creator,
+            "dateCreated": now,
+            "dateModified": now,
+            "dataFeedElement": [],
+            "additionalProperty": [
+                {"@type": "PropertyValue", "name": "benchmark_format_version", "value": "3.0.0-jsonld"}
+            ],
+        }
+        return cls(store, store.import_checkpoint(doc).iri)
+
+    @classmethod
+    def load(cls, path: str | Path, *, store: Store) -> Benchmark:
+        """Import a checkpoint file into ``store`` and return its handle."""
+        return cls(store, store.import_checkpoint(path).iri)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the benchmark as a Karenina checkpoint (suffix rules of Karenina's ``save``)."""
+        target = Path(path)
+        if target.suffix not in (".jsonld", ".json"):
+            target = target.with_suffix(".jsonld")
+        self._set_header(dateModified=_now())
+        self.store.save(self.iri, target)
+        return target
+
+    def to_checkpoint(self) -> dict[str, Any]:
+        return self.store.export_checkpoint(self.iri)
+
+    # -- graph access ----------------------------------------------------------------------
+    @property
+    def _graph(self) -> ox.NamedNode:
+        return self.store.graph_of(self.iri)[1]
+
+    def _header_index(self) -> Index:
+        return node_index(
+            self.store.oxigraph, self._graph, [self.iri], skip=(f"{self.iri}/items/", f"{self.iri}/questions/")
+        )
+
+    def _header(self) -> dict[str, Any]:
+        return benchmark_json(self._header_index(), self.iri, [])
+
+    def _apply(self, *updates: str | None) -> None:
+        body = " ;\n".join(u for u in updates if u)
+        if body:
+            self.store.oxigraph.update(body)
+            self.store.mark_edited(self.iri)
+
+    def _header_update(self, header: dict[str, Any]) -> str | None:
+        graph = self._graph
+        old = index_triples(self._header_index(), skip_predicates=[DATA_FEED_ELEMENT])
+        doc = dict(header, dataFeedElement=[])
+        mapped = map_checkpoint(doc, base_iri=self.store.base_iri, keep_id=self.id)
+        if mapped.iri != self.iri:
+            raise InvalidValueError("a benchmark's id cannot be changed in place; export and import it instead")
+        new = parse_triples(mapped.triples, skip_predicates=[DATA_FEED_ELEMENT])
+        return diff_update(graph, old, new)
+
+    def _set_header(self, **fields: Any) -> None:
+        header = self._header()
+        header.update(fields)
+        self._apply(self._header_update(header))
+
+    def _touch(self) -> str:
+        """Set the benchmark's dateModified to now (a direct update: no header re-mapping)."""
+        graph, modified = self._graph, f"<{SCHEMA}dateModified>"
+        return (
+            f"DELETE {{ GRAPH {graph} {{ <{self.iri}> {modified} ?d }} }} "
+            f"INSERT {{ GRAPH {graph} {{ <{self.iri}> {modified} {string(_now())} }} }} "
+            f"WHERE {{ OPTIONAL {{ GRAPH {graph} {{ <{self.iri}> {modified} ?d }} }} }}"
+        )
+
+    def _item_iri(self, question_id: str) -> str:
+        return item_iri(self.iri, question_id)
+
+    def _item_index(self, question_id: str) -> Index | None:
+        i = self._item_iri(question_id)
+        index = node_index(self.store.oxigraph, self._graph, [i, question_iri(self.iri, question_id)])
+        return index if index.get(i) else None
+
+    def _item_json(self, question_id: str) -> dict[str, Any]:
+        index = self._item_index(question_id)
+        if index is None:
+            raise QuestionNotFoundError(f"Question not found: {question_id}")
+        return item_json(index, self._item_iri(question_id))
+
+    def _write_item(self, question_id: str, item: dict[str, Any], position: int, old_index: Index | None) -> None:
+        """Replace the item's triples (``old_index``, None for a new item) by ``item``'s."""
+        old = set()
+        if old_index:
+            old = index_triples(old_index)
+            old.add(
+                (ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id)))
+            )
+        new = parse_triples(map_item(item, bench_iri=self.iri, position=position, base_iri=self.store.base_iri))
+        self._apply(diff_update(self._graph, old, new), self._touch())
+
+    def _edit_question(self, question_id: str, change: Any) -> None:
+        index = self._item_index(question_id)  # read once: item JSON, position and old triples
+        if index is None:
+            raise QuestionNotFoundError(f"Question not found: {question_id}")
+        node = self._item_iri(question_id)
+        item = item_json(index, node)
+        # An id derived from the text would change with it: the question keeps the id it has.
+        item["@id"] = question_id
+        change(item["item"])
+        item["dateModified"] = _now()
+        position = index[node].get(KARENINA + "position")
+        self._write_item(question_id, item, int(position[0].value) if position else 0, index)
+
+    # -- metadata --------------------------------------------------------------------------
+    def _header_value(self, key: str) -> Any:
+        return self._header().get(key)
+
+    def info(self) -> BenchmarkInfo:
+        """The benchmark's own data in one read of its DataFeed node."""
+        return benchmark_info(self._header(), benchmark_id=self.id, iri=self.iri, question_count=len(self))
+
+    @property
+    def id(self) -> str:
+        """The benchmark's identity: its checkpoint ``@id``, or the id derived at import."""
+        for q in self.store.oxigraph.quads_for_pattern(
+            ox.NamedNode(self.iri), ox.NamedNode(SCHEMA + "identifier"), None, self._graph
+        ):
+            return term_value(q.object)
+        return self.iri
+
+    @property
+    def name(self) -> str:
+        return str(self._header_value("name") or "")
+
+    @name.setter
+    def name(self, value: str) -> None:
+        if not value:
+            raise InvalidValueError("Benchmark must have a name")
+        self._set_header(name=value, dateModified=_now())
+
+    @property
+    def description(self) -> str:
+        return str(self._header_value("description") or "")
+
+    @description.setter
+    def description(self, value: str) -> None:
+        self._set_header(description=value, dateModified=_now())
+
+    @property
+    def version(self) -> str:
+        return str(self._header_value("version") or "0.1.0")
+
+    @version.setter
+    def version(self, value: str) -> None:
+        self._set_header(version=value, dateModified=_now())
+
+    @property
+    def creator(self) -> str:
+        return _creator_name(self._header_value("creator"))
+
+    @property
+    def created_at(self) -> str:
+        return str(self._header_value("dateCreated"))
+
+    @property
+    def modified_at(self) -> str:
+        return str(self._header_value("dateModified"))
+
+    def get_custom_property(self, name: str) -> Any:
+        for pv in self._header().get("additionalProperty") or []:
+            if pv.get("name") == name:
+                return pv.get("value")
+        return None
+
+    def get_all_custom_properties(self) -> dict[str, Any]:
+        return _properties(self._header())
+
+    def set_custom_property(self, name: str, value: Any) -> None:
+        header = self._header()
+        pvs = list(header.get("additionalProperty") or [])
+        for pv in pvs:
+            if pv.get("name") == name:
+                pv["value"] = value
+                break
+        else:
+            pvs.append({"@type": "PropertyValue", "name": name, "value": value})
+        header.update(additionalProperty=pvs, dateModified=_now())
+        self._apply(self._header_update(header))
+
+    def set_multiple_custom_properties(self, values: dict[str, Any]) -> None:
+        for name, value in values.items():
+            self.set_custom_property(name, value)
+
+    def remove_custom_property(self, name: str) -> bool:
+        header = self._header()
+        pvs = list(header.get("additionalProperty") or [])
+        for i, pv in enumerate(pvs):
+            if pv.get("name") == name:
+                del pvs[i]
+                header.update(additionalProperty=pvs, dateModified=_now())
+                self._apply(self._header_update(header))
+                return True
+        return False
+
+    # -- questions -------------------------------------------------------------------------
+    def get_question_ids(self) -> list[str]:
+        # The id is in the item's minted IRI: no lookups per item.
+        items = ordered_items(self.store.oxigraph, self._graph, self.iri)
+        return [owned[0] for i in items if (owned := owning_question(self.iri, i))]
+
+    def get_question(self, question_id: str) -> Question:
+        item = self._item_json(question_id)
+        item.setdefault("@id", question_id)
+        return question_from_item(item, question_iri(self.iri, question_id))
+
+    def get_all_questions(self, ids_only: bool = False) -> list[Any]:
+        ids = self.get_question_ids()
+        return ids if ids_only else [self.get_question(q) for q in ids]
+
+    def __iter__(self) -> Iterator[Question]:
+        return iter(self.get_all_questions())
+
+    def __len__(self) -> int:
+        return count_items(self.store.oxigraph, self._graph, self.iri)
+
+    def __contains__(self, question_id: object) -> bool:
+        return question_id in _StoredIds(self)
+
+    @property
+    def question_count(self) -> int:
+        return len(self)
+
+    def add_question(
+        self,
+        question: str | dict[str, Any] | Question,
+        raw_answer: str | None = None,
+        answer_template: str | type | None = None,
+        question_id: str | None = None,
+        finished: bool = _NOT_GIVEN,
+        author: dict[str, Any] | None = None,
+        sources: list[dict[str, Any]] | None = None,
+        custom_metadata: dict[str, Any] | None = None,
+        few_shot_examples: list[dict[str, str]] | None = None,
+        answer_notes: str | None = None,
+    ) -> str:
+        """Add a question as Karenina does; returns its id (spec §7.1, collision suffixes included)."""
+        if isinstance(question, dict):
+            if "question" not in question:
+                raise InvalidValueError("Dict input must contain a 'question' key")
+            d = question
+            return self.add_question(
+                d["question"],
+                d.get("raw_answer", raw_answer),
+                d.get("answer_template", answer_template),
+                d.get("question_id", question_id),
+                d.get("finished", finished),
+                d.get("author", author),
+                d.get("sources", sources),
+                d.get("custom_metadata", custom_metadata),
+                d.get("few_shot_examples", few_shot_examples),
+                d.get("answer_notes", answer_notes),
+            )
+        keywords = workspace_path = None
+        if isinstance(question, Question):
+            text, answer = question.question, question.raw_answer
+            question_id = question_id or question.md5_id
+            keywords = question.keywords or None
+            few_shot_examples = few_shot_examples if few_shot_examples is not None else question.few_shot_examples
+            answer_notes = answer_notes if answer_notes is not None else question.answer_notes
+            workspace_path = question.workspace_path
+        elif isinstance(question, str):
+            if raw_answer is None:
+                raise InvalidValueError("raw_answer is required when question is a string")
+            text, answer = question, raw_answer
+        else:
+            raise TypeError(f"question must be a string, dict, or Question object, got {type(question)}")
+        if not text:
+            raise InvalidValueError("question text must not be empty")
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise InvalidValueError("question text holds an unpaired UTF-16 surrogate, which is not text") from None
+        if self._header().get("hasPart"):
+            raise InvalidValueError(
+                "Cannot add standalone questions to a scenario benchmark. "
+                "Scenarios and standalone questions cannot coexist in the same benchmark."
+            )
+        code = _template_code(answer_template) if answer_template is not None else default_template(text)
+        existing = _StoredIds(self)
+        if question_id is None:
+            question_id = generate_question_id(text, existing)
+        elif question_id in existing:
+            raise DuplicateQuestionError(f"Question with ID {question_id} already exists")
+        if finished is _NOT_GIVEN:
+            finished = True  # Karenina's programmatic default: ready for verification
+        props = [_pv("finished", bool(finished))]
+        if author:
+            props.append(_pv("author", _dumps(author)))
+        if sources:
+            props.append(_pv("sources", _dumps(sources)))
+        for key, value in (custom_metadata or {}).items():
+            props.append(_pv(f"custom_{key}", value))
+        if few_shot_examples:
+            props.append(_pv("few_shot_examples", _dumps(few_shot_examples)))
+        if answer_notes:
+            props.append(_pv("answer_notes", answer_notes))
+        if workspace_path:
+            props.append(_pv("workspace_path", workspace_path))
+        now = _now()
+        q: dict[str, Any] = {
+            "@type": "Question",
+            "text": text,
+            "acceptedAnswer": {"@type": "Answer", "text": answer},
+            "hasPart": {
+                "@type": "SoftwareSourceCode",
+                "name": template_name(text),
+                "text": code,
+                "programmingLanguage": "Python",
+            },
+            "additionalProperty": props,
+        }
+        if keywords:
+            q["keywords"] = list(keywords)
+        item = {"@type": "DataFeedItem", "@id": question_id, "dateCreated": now, "dateModified": now, "item": q}
+        self._write_item(question_id, item, self._next_position(), None)
+        return question_id
+
+    def _next_position(self) -> int:
+        rows = self.store.oxigraph.query(
+            f"SELECT (MAX(?p) AS ?m) WHERE {{ <{self.iri}> <{DATA_FEED_ELEMENT}> ?i . ?i <{KARENINA}position> ?p }}",
+            default_graph=self._graph,
+        )
+        m = next(solutions(rows))["m"]
+        return int(term_value(m)) + 1 if m is not None else 0
+
+    def remove_question(self, question_id: str) -> bool:
+        index = self._item_index(question_id)
+        if index is None:
+            return False
+        pos = index[self._item_iri(question_id)].get(KARENINA + "position")
+        position = int(pos[0].value) if pos else 0
+        old = index_triples(index)
+        old.add((ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id))))
+        graph = self._graph
+        # Later items move up one, so positions stay 0..n-1, as a re-import would number them.
+        renumber = (
+            f"DELETE {{ GRAPH {graph} {{ ?i <{KARENINA}position> ?p }} }} "
+            f"INSERT {{ GRAPH {graph} {{ ?i <{KARENINA}position> ?q }} }} "
+            f"WHERE {{ GRAPH {graph} {{ <{self.iri}> <{DATA_FEED_ELEMENT}> ?i . ?i <{KARENINA}position> ?p "
+            f"FILTER(?p > {position}) BIND(?p - 1 AS ?q) }} }}"
+        )
+        self._apply(diff_update(graph, old, set()), renumber, self._touch())
+        return True
+
+    def update_question_metadata(self, question_id: str, **metadata: Any) -> None:
+        """Karenina's semantics: author/sources written raw, custom keys upserted."""
+
+        def change(q: dict[str, Any]) -> None:
+            if "question" in metadata:
+                q["text"] = metadata["question"]
+            if "raw_answer" in metadata:
+                q.setdefault("acceptedAnswer", {"@type": "Answer"})["text"] = metadata["raw_answer"]
+            for key in ("author", "sources"):
+                if key in metadata:
+                    _set_pv(q, key, metadata[key])
+            for key, value in (metadata.get("custom_metadata") or {}).items():
+                _set_pv(q, f"custom_{key}", value)
+
+        self._edit_question(question_id, change)
+
+    def set_question_custom_property(self, question_id: str, name: str, value: Any) -> None:
+        self._edit_question(question_id, lambda q: _set_pv(q, f"custom_{name}", value))
+
+    def get_question_custom_property(self, question_id: str, name: str) -> Any:
+        return (self.get_question(question_id).custom_metadata or {}).get(name)
+
+    def mark_finished(self, question_id: str) -> None:
+        if question_id in self:
+            self._edit_question(question_id, lambda q: _set_pv(q, "finished", True))
+
+    def mark_unfinished(self, question_id: str) -> None:
+        if question_id in self:
+            self._edit_question(question_id, lambda q: _set_pv(q, "finished", False))
+
+    def get_finished_questions(self, ids_only: bool = False) -> list[Any]:
+        qs = [q for q in self if q.finished]
+        return [q.id for q in qs] if ids_only else qs
+
+    # -- templates -------------------------------------------------------------------------
+    def add_answer_template(self, question_id: str, template_code: str | type) -> None:
+        code = _template_code(template_code)
+        _check_template(code)
+
+        def change(q: dict[str, Any]) -> None:
+            part = q.get("hasPart") or {
+                "@type": "SoftwareSourceCode",
+                "name": template_name(q["text"]),
+                "programmingLanguage": "Python",
+            }
+            part["text"] = code
+            q["hasPart"] = part
+
+        self._edit_question(question_id, change)
+
+    def has_template(self, question_id: str) -> bool:
+        try:
+            return self.get_question(question_id).has_template
+        except QuestionNotFoundError:
+            return False
+
+    def get_template(self, question_id: str) -> str:
+        q = self.get_question(question_id)
+        if not q.answer_template or is_default_template(q.answer_template, q.question):
+            raise InvalidValueError(f"Question {question_id} has no template")
+        return q.answer_template
+
+    # -- rubrics ---------------------------------------------------------------------------
+    def add_global_rubric_trait(self, trait: RubricTrait | dict[str, Any]) -> None:
+        rating = coerce_trait(trait).to_rating("Global")
+        header = self._header()
+        ratings = [r for r in header.get("rating") or [] if "DynamicRubricTrait" not in r.get("additionalType", "")]
+        if any(r.get("name") == rating["name"] for r in ratings):
+            raise InvalidValueError(f"global rubric already has a trait named {rating['name']!r}")
+        header.update(rating=[*ratings, rating], dateModified=_now())
+        self._apply(self._header_update(header))
+
+    def get_global_rubric(self) -> list[RubricTrait] | None:
+        ratings = self._header().get("rating") or []
+        traits = [RubricTrait.from_rating(r) for r in ratings]
+        traits = [t for t in traits if not t.dynamic]
+        return traits or None
+
+    def clear_global_rubric(self) -> None:
+        """Remove every global trait, dynamic ones included (Karenina sets ``rating`` to None)."""
+        header = self._header()
+        header.pop("rating", None)
+        header["dateModified"] = _now()
+        self._apply(self._header_update(header))
+
+    def add_question_rubric_trait(self, question_id: str, trait: RubricTrait | dict[str, Any]) -> None:
+        rating = coerce_trait(trait).to_rating("QuestionSpecific")
+
+        def change(q: dict[str, Any]) -> None:
+            ratings = list(q.get("rating") or [])
+            if any(r.get("name") == rating["name"] for r in ratings):
+                raise InvalidValueError(f"question {question_id} already has a trait named {rating['name']!r}")
+            q["rating"] = [*ratings, rating]
+
+        self._edit_question(question_id, change)
+
+    def get_question_rubric(self, question_id: str) -> list[RubricTrait] | None:
+        try:
+            return self.get_question(question_id).question_rubric
+        except QuestionNotFoundError:
+            return None
+
+    # -- filtering -------------------------------------------------------------------------
+    def filter_by_metadata(self, field_path: str, value: Any, match_mode: str = "exact") -> list[Question]:
+        """Karenina's dot-path filter: ``exact``, ``contains`` (case-insensitive), ``in`` (list
+        contains value) or ``regex`` (case-insensitive search); None fields never match."""
+        out = []
+        parts = field_path.split(".")
+        for q in self:
+            current: Any = q.to_dict()
+            current["finished"] = bool(q.finished)
+            for part in parts:
+                current = current.get(part) if isinstance(current, dict) else None
+            if current is None:
+                continue
+            if _matches(current, value, match_mode):
+                out.append(q)
+        return out
+
+    def search_questions(
+        self,
+        query: str | list[str],
+        match_all: bool = True,
+        fields: list[str] | None = None,
+        case_sensitive: bool = False,
+        regex: bool = False,
+    ) -> list[Question]:
+        queries = [query] if isinstance(query, str) else list(query)
+        if not queries:
+            return []
+        out = []
+        for q in self:
+            data = q.to_dict()
+            text = " ".join(str(data[f]) for f in fields or ["question"] if data.get(f))
+            hits = [_search(text, term, case_sensitive, regex) for term in queries]
+            if all(hits) if match_all else any(hits):
+                out.append(q)
+        return out
+
+
+def _creator_name(value: Any) -> str:
+    """Karenina's ``creator`` getter: a Person's name, the string, or "Unknown"."""
+    return str(value.get("name")) if isinstance(value, dict) else str(value or "Unknown")
+
+
+def _properties(header: dict[str, Any]) -> dict[str, Any]:
+    """Karenina's ``get_all_custom_properties``: every benchmark property, system ones included."""
+    return {pv["name"]: pv.get("value") for pv in header.get("additionalProperty") or []}
+
+
+class _StoredIds:
+    """Question ids of a benchmark as a container, answered by one lookup per id (no full read)."""
+
+    def __init__(self, bench: Benchmark) -> None:
+        self.bench, self.graph = bench, bench._graph
+
+    def __contains__(self, question_id: object) -> bool:
+        if not isinstance(question_id, str):
+            return False
+        node = ox.NamedNode(self.bench._item_iri(question_id))
+        return any(True for _ in self.bench.store.oxigraph.quads_for_pattern(node, None, None, self.graph))
+
+
+def _pv(name: str, value: Any) -> dict[str, Any]:
+    return {"@type": "PropertyValue", "name": name, "value": value}
+
+
+def _set_pv(q: dict[str, Any], name: str, value: Any) -> None:
+    pvs = q.setdefault("additionalProperty", [])
+    for pv in pvs:
+        if pv.get("name") == name:
+            if value is None:
+                pv.pop("value", None)
+            else:
+                pv["value"] = value
+            return
+    pvs.append({"@type": "PropertyValue", "name": name} | ({} if value is None else {"value": value}))
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value)  # Karenina's defaults: ensure_ascii, ", " separators
+
+
+def _template_code(template: str | type) -> str:
+    if isinstance(template, str):
+        return template
+    if inspect.isclass(template):
+        if not any(c.__name__ == "BaseAnswer" for c in template.__mro__[1:]):
+            raise TypeError(f"Template class must inherit from BaseAnswer, got {template.__name__}")
+        try:
+            source = textwrap.dedent(inspect.getsource(template))
+        except (OSError, TypeError) as exc:
+            raise InvalidValueError(f"Could not extract source code from class {template.__name__}: {exc}") from None
+        if template.__name__ == "Answer":
+            return source
+        # Karenina renames the class to `Answer` through the AST (and so reformats it).
+        tree = ast.parse(source)
+        for node in tree.body:
+            if isinstance(node, ast.ClassDef) and node.name == template.__name__:
+                node.name = "Answer"
+        return ast.unparse(tree)
+    raise TypeError(f"template must be a string or a class, got {type(template).__name__}")
+
+
+def _check_template(code: str) -> None:
+    """Static check (the code is never run here): it parses and defines ``class Answer``."""
+    try:
+        tree = ast.parse(code)
+    except SyntaxError as exc:
+        raise InvalidValueError(f"Invalid template: syntax error at line {exc.lineno}: {exc.msg}") from None
+    if not any(isinstance(n, ast.ClassDef) and n.name == "Answer" for n in tree.body):
+        raise InvalidValueError("Invalid template: No 'Answer' class found")
+
+
+def _matches(field: Any, value: Any, mode: str) -> bool:
+    if mode == "exact":
+        return bool(field == value)
+    if mode == "contains":
+        return isinstance(field, str) and isinstance(value, str) and value.lower() in field.lower()
+    if mode == "in":
+        return isinstance(field, (list, tuple)) and value in field
+    if mode == "regex":
+        if not (isinstance(field, str) and isinstance(value, str)):
+            return False
+        try:
+            return re.search(value, field, re.IGNORECASE) is not None
+        except re.error:
+            return False
+    raise InvalidValueError(f"Invalid match_mode: {mode}. Must be one of {', '.join(_MATCH_MODES)}")
+
+
+def _search(text: str, term: str, case_sensitive: bool, regex: bool) -> bool:
+    if regex:
+        try:
+            return re.search(term, text, 0 if case_sensitive else re.IGNORECASE) is not None
+        except re.error:
+            return False
+    return term in text if case_sensitive else term.lower() in text.lower()

@@ -1,0 +1,261 @@
+"""``karenina-rdf verify``, ``rescore`` and ``templates generate``: run verification from the store.
+
+Exit codes: 0 when the run completed (failed tasks are results, not errors); 2 for options that
+do not make a run (no judge, both or neither of ``--answerer`` and ``--answers``, a model spec,
+mode or question id that does not exist, an unreadable answers file); 1 for bad data (a bad line
+of the answers file, an unknown benchmark or run, a store that cannot be opened); 130 when
+interrupted (what completed is stored; ``--resume RUN`` finishes it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from karenina_rdf._errors import VerificationError
+from karenina_rdf.runner._run import RunOptions, RunReport
+
+from ._app import BaseOpt, StoreOpt, _errors, _open, err, out
+
+templates_app = typer.Typer(help="Answer templates: generate them with a model.", no_args_is_help=True)
+
+AnswererOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--answerer", "-a", help="Answering model, PROVIDER:MODEL (anthropic:…, openai:…); repeat for several."
+    ),
+]
+JudgeOpt = Annotated[
+    list[str] | None,
+    typer.Option("--judge", "-j", help="Judge (parsing) model, PROVIDER:MODEL; repeat for several."),
+]
+ModeOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--mode", "-m", help="template_only, template_and_rubric or rubric_only.", show_default="template_only"
+    ),
+]
+ReplayOpt = Annotated[
+    Path | None,
+    typer.Option("--replay", help="Answer every model call from this recordings file (JSONL); no model is called."),
+]
+RecordOpt = Annotated[
+    Path | None, typer.Option("--record", help="Append every model response to this recordings file.")
+]
+CacheOpt = Annotated[
+    bool, typer.Option("--cache/--no-cache", help="Keep model responses in the store's response cache and reuse them.")
+]
+BaseUrlOpt = Annotated[
+    str | None,
+    typer.Option("--base-url", envvar="OPENAI_BASE_URL", help="The OpenAI-compatible server of openai:… models."),
+]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-c", min=1, help="Tasks run at once.")]
+TrustOpt = Annotated[
+    bool, typer.Option("--trust-callables", help="Run the benchmark's callable traits (pickled code, in the sandbox).")
+]
+ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")]
+RunIdOpt = Annotated[str | None, typer.Option("--run", help="Id of the new run (default: verify-<time>-<random>).")]
+
+
+def _transport(store: Any, replay: Path | None, record: Path | None, cache: bool, base_url: str | None) -> Any:
+    from karenina_rdf.runner._models import Transport
+
+    return Transport.for_store(store, replay=replay, record=record, cache=cache, base_url=base_url)
+
+
+def _cost() -> Any:
+    from karenina_rdf.runner.providers._pricing import cost_usd
+
+    return cost_usd
+
+
+def _report(r: RunReport) -> None:
+    for note in r.notes:
+        err.print(f"[yellow]note:[/yellow] {escape(note)}")
+    verb = "[green]completed[/green]" if r.status == "completed" else "[yellow]interrupted[/yellow]"
+    out.print(
+        f"{verb} run {escape(r.run_id)} on {escape(r.benchmark)}: {r.completed} of {r.tasks - r.skipped} tasks "
+        f"stored ({r.skipped} stored before), {r.passed} passed, {r.failed} failed, {r.seconds:.1f} s"
+    )
+    if r.failures:
+        out.print("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(r.failures.items())))
+    out.print(f"cost: {'unknown (a model has no price)' if r.cost_usd is None else f'${r.cost_usd:.4f}'}")
+    if r.status != "completed":
+        out.print(f"continue with: karenina-rdf verify {escape(r.benchmark)} --resume {escape(r.run_id)}")
+
+
+@contextmanager
+def _ctrl_c() -> Iterator[None]:
+    """Ctrl-C outside the run's own handler (opening the store, reading answers, starting the
+    sandbox) ends the command quietly: nothing was stored yet, or the run already saved its state."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        err.print("interrupted")
+        raise typer.Exit(130) from None
+
+
+def verify(
+    benchmark: Annotated[str, typer.Argument(help="The stored benchmark (id, IRI or name).")],
+    answerer: AnswererOpt = None,
+    judge: JudgeOpt = None,
+    answers: Annotated[
+        Path | None, typer.Option("--answers", help="Grade answers recorded elsewhere (JSONL: question_id, response).")
+    ] = None,
+    mode: ModeOpt = None,
+    replicates: Annotated[int, typer.Option("--replicates", "-r", min=1, help="Answers per question and model.")] = 1,
+    questions: Annotated[list[str] | None, typer.Option("--questions", "-q", help="Only these question ids.")] = None,
+    concurrency: ConcurrencyOpt = 4,
+    trust_callables: TrustOpt = False,
+    few_shot: Annotated[
+        bool, typer.Option("--few-shot", help="Give answerers the questions' few-shot examples.")
+    ] = False,
+    run: RunIdOpt = None,
+    run_name: Annotated[str | None, typer.Option("--run-name", help="Karenina's run_name of every result.")] = None,
+    resume: Annotated[
+        str | None, typer.Option("--resume", help="Continue this stored run: tasks with a stored result are not rerun.")
+    ] = None,
+    replay: ReplayOpt = None,
+    record: RecordOpt = None,
+    cache: CacheOpt = True,
+    base_url: BaseUrlOpt = None,
+    progress: ProgressOpt = True,
+    store: StoreOpt = None,
+    base_iri: BaseOpt = None,
+) -> None:
+    """Answer, judge and grade a benchmark's finished questions; every result is stored as it completes."""
+    from karenina_rdf.runner._run import verify as run_verify
+
+    with _ctrl_c(), _errors(usage=(VerificationError,)):
+        s = _open(store, base_iri)
+        try:
+            report = run_verify(
+                s,
+                benchmark,
+                judges=list(judge or []) or None,
+                answerers=list(answerer or []) or None,
+                answers=answers,
+                mode=_mode(mode) if mode is not None else None,
+                replicates=replicates,
+                questions=questions,
+                concurrency=concurrency,
+                trust_callables=trust_callables,
+                few_shot=few_shot,
+                run=run,
+                run_name=run_name,
+                resume=resume,
+                replay=replay,
+                record=record,
+                cache=cache,
+                base_url=base_url,
+                progress=progress,
+            )
+        finally:
+            s.close()
+    _report(report)
+    if report.status != "completed":
+        raise typer.Exit(130)
+
+
+def _mode(mode: str | None) -> Any:
+    from karenina_rdf.runner._tasks import MODES
+
+    value = mode or "template_only"
+    if value not in MODES:
+        raise VerificationError(f"--mode {value!r}: one of {', '.join(MODES)}")
+    return value
+
+
+def rescore(
+    run: Annotated[str, typer.Argument(help="The stored run whose answers are graded again.")],
+    judge: JudgeOpt = None,
+    rubric_only: Annotated[
+        bool, typer.Option("--rubric-only", help="Evaluate the rubric only (mode rubric_only).")
+    ] = False,
+    mode: ModeOpt = None,
+    concurrency: ConcurrencyOpt = 4,
+    trust_callables: TrustOpt = False,
+    new_run: RunIdOpt = None,
+    replay: ReplayOpt = None,
+    record: RecordOpt = None,
+    cache: CacheOpt = True,
+    base_url: BaseUrlOpt = None,
+    progress: ProgressOpt = True,
+    store: StoreOpt = None,
+    base_iri: BaseOpt = None,
+) -> None:
+    """Grade a stored run's answers again with a new judge or the current rubric: a new run, no answering calls."""
+    from karenina_rdf.runner._run import rescore as do_rescore
+
+    with _ctrl_c(), _errors(usage=(VerificationError,)):
+        s = _open(store, base_iri)
+        try:
+            if not judge:
+                raise VerificationError("rescoring needs a judge: --judge PROVIDER:MODEL")
+            if rubric_only and mode not in (None, "rubric_only"):
+                raise VerificationError("--rubric-only and --mode say different things: use one")
+            transport = _transport(s, replay, record, cache, base_url)
+            judges = [transport.model(j) for j in judge]
+            options = RunOptions(
+                mode=_mode("rubric_only" if rubric_only else mode),
+                concurrency=concurrency,
+                trust_callables=trust_callables,
+                run_id=new_run,
+            )
+            report = do_rescore(s, run, judges=judges, options=options, progress=progress, cost=_cost())
+        finally:
+            s.close()
+    _report(report)
+    if report.status != "completed":
+        raise typer.Exit(130)
+
+
+@templates_app.command("generate")
+def templates_generate(
+    benchmark: Annotated[str, typer.Argument(help="The stored benchmark.")],
+    model: Annotated[str, typer.Option("--model", help="The model writing the templates, PROVIDER:MODEL.")],
+    questions: Annotated[list[str] | None, typer.Option("--questions", "-q", help="Only these question ids.")] = None,
+    overwrite: Annotated[bool, typer.Option("--overwrite", help="Replace templates questions already have.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Generate and check, store nothing; print the code.")
+    ] = False,
+    replay: ReplayOpt = None,
+    record: RecordOpt = None,
+    cache: CacheOpt = True,
+    base_url: BaseUrlOpt = None,
+    store: StoreOpt = None,
+    base_iri: BaseOpt = None,
+) -> None:
+    """Write answer templates from questions' reference answers and notes; only templates that validate and accept
+    their own reference answer are stored."""
+    from karenina_rdf.runner._generate import generate_templates
+    from karenina_rdf.runner.sandbox._pool import Sandbox
+
+    with _ctrl_c(), _errors(usage=(VerificationError,)):
+        s = _open(store, base_iri)
+        try:
+            spec = _transport(s, replay, record, cache, base_url).model(model)
+            with Sandbox(workers=1) as sandbox:
+                made = generate_templates(
+                    s, benchmark, spec, sandbox, questions=questions, overwrite=overwrite, dry_run=dry_run
+                )
+        finally:
+            s.close()
+    stored = sum(m.stored for m in made)
+    for m in made:
+        if m.stored:
+            out.print(f"[green]stored[/green] {escape(m.question_id)}")
+        elif m.reason is None:
+            out.print(f"[cyan]checked[/cyan] {escape(m.question_id)} (dry run)")
+        else:
+            err.print(f"[yellow]not stored[/yellow] {escape(m.question_id)}: {escape(m.reason)}")
+        if dry_run and m.code:
+            out.print(m.code, markup=False, highlight=False)
+    out.print(f"{stored} of {len(made)} templates stored")
+    if made and not dry_run and stored < len(made):
+        raise typer.Exit(1)

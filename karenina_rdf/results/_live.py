@@ -1,0 +1,206 @@
+"""A verification run written while it runs: each result lands in the store when it completes.
+
+An import (``_results_store``) builds a whole new generation of a run and publishes it at once;
+a run being verified cannot wait for its end. So a live run publishes its generation graph at
+the start (the run header says ``is_complete: false``) and then appends results to it: each
+batch of completed results is one transactional load into that graph, followed by one update
+that rewrites the run node (job summary, status) and the run's tallies. A reader sees whole
+results only. A crash between the two leaves tallies that lag behind the results; opening the
+run again (``--resume``) recounts them from the stored results.
+
+Results are the records Karenina's pipeline writes, mapped by the same ``ResultMapper`` as
+imported ones, so they export as Karenina results and show on the endpoint while the run goes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+import uuid
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+import pyoxigraph as ox
+
+from karenina_rdf._errors import VerificationError
+from karenina_rdf.rdf import _terms as t
+from karenina_rdf.rdf._graph import solutions, term_value
+from karenina_rdf.rdf._ids import child_iri
+from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH
+
+from ._map import Context, Facts, ResultMapper, _k, result_iri
+from ._model import PROV
+from ._runs import _FACT_PREDICATES, _header_lines, _Links, _old_facts, _shared_graphs, _tally_lines, run_iri
+
+if TYPE_CHECKING:
+    from karenina_rdf.store._store import Store
+
+REFRESH_SECONDS = 0.5
+_XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+class LiveRun:
+    """A run in the store that grows result by result. Not thread-safe: one writer thread."""
+
+    def __init__(
+        self,
+        store: Store,
+        run_id: str,
+        *,
+        benchmark: str,
+        header: dict[str, Any],
+        extra: Iterable[tuple[str, str, str]] = (),
+        resume: bool = False,
+    ) -> None:
+        """``header``: the export members (format_version, metadata, shared_data) as Karenina
+        writes them; ``extra``: more triples of the run (configuration, provenance), N-Triples
+        terms. A run id already stored needs ``resume``."""
+        self.store, self.run_id, self.header = store, run_id, header
+        self.extra = list(extra)
+        self.iri = run_iri(store.base_iri, run_id)
+        self.links = _Links(store, benchmark, f"run {run_id}")
+        self.facts: dict[str, Facts] = {}
+        self.positions: dict[str, int] = {}
+        old = store._runs().get(self.iri)
+        if old is not None and not resume:
+            raise VerificationError(
+                f"run {run_id!r} is already stored: continue it with --resume {run_id}, or choose another --run id"
+            )
+        if old is None and resume:
+            raise VerificationError(f"no stored run {run_id!r} to resume")
+        self.graph = old if old is not None else ox.NamedNode(f"{self.iri}/graph/{uuid.uuid4().hex[:16]}")
+        self.mapper = ResultMapper(Context(store.base_iri, self.iri, self.links.lookup, self.links.traits))
+        if old is not None:
+            self._read_stored()
+        self.next_position = max(self.positions.values(), default=-1) + 1
+        self._publish(new=old is None)
+
+    # -- what is stored ------------------------------------------------------------------
+    def _read_stored(self) -> None:
+        query = f"SELECT ?r ?p ?o WHERE {{ ?r a <{KARENINA}VerificationResult> ; ?p ?o }}"
+        preds: dict[str, dict[str, Any]] = {}
+        for row in solutions(self.store.oxigraph.query(query, default_graph=self.graph)):
+            r, p = term_value(row["r"]), term_value(row["p"])
+            if p == KARENINA + "position":
+                self.positions[r] = int(term_value(row["o"]))
+            elif p in _FACT_PREDICATES:
+                preds.setdefault(r, {})[p] = row["o"]
+        for r in self.positions:
+            self.facts[r] = _old_facts(preds.get(r, {}))
+
+    def stored_keys(self) -> set[str]:
+        """Row keys (``_results_map.row_key``) of the results already stored."""
+        return {r.rsplit("/", 1)[1] for r in self.positions}
+
+    # -- writing -------------------------------------------------------------------------
+    def add(self, results: list[dict[str, Any]], costs: list[dict[str, float | None]] | None = None) -> list[int]:
+        """Store ``results`` (one load), then the run node and tallies (one update). ``costs``:
+        per result, USD per usage stage (``karenina:costUsd`` on its usage node; not part of
+        Karenina's record, so exports leave it out). Returns the indices of the results stored
+        now (one already stored is left out)."""
+        # A result already stored is not stored twice: Ctrl-C can come after a batch was
+        # written and before the caller knew, and the caller then stores what it holds again.
+        keep = [i for i, r in enumerate(results) if result_iri(self.iri, r["metadata"]) not in self.positions]
+        if len(keep) < len(results):
+            results = [results[i] for i in keep]
+            costs = [costs[i] for i in keep] if costs is not None else None
+        if not results:
+            return keep
+        t0 = time.perf_counter()
+        mapper = self.mapper
+        ends = []  # where each result's lines end
+        for i, result in enumerate(results):
+            r = mapper.map(result, self.next_position)
+            self.positions[r] = self.next_position
+            self.next_position += 1
+            self.facts[r] = mapper.facts
+            if costs is not None:
+                self._cost_lines(r, result, costs[i])
+            ends.append(len(mapper.lines))
+        lines = mapper.lines[:]
+        mapper.lines.clear()
+        ox_store = self.store.oxigraph
+        if mapper.model_lines:  # a model seen for the first time: its node before its results
+            models = "".join(mapper.model_lines).encode("utf-8")
+            mapper.model_lines.clear()
+            ox_store.load(models, format=ox.RdfFormat.N_TRIPLES, to_graph=MODELS_GRAPH)
+        remote = self.store.remote
+        # A server without the Graph Store Protocol gets INSERT DATA in batches of at most 1,000
+        # triples: one result per load keeps each result in one update, so --resume never
+        # meets half a result.
+        cuts = ends if remote is not None and remote.gsp_url is None else ends[-1:]
+        start = 0
+        for end in cuts:
+            chunk = "".join(lines[start:end]).encode("utf-8")
+            ox_store.load(chunk, format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+            start = end
+        # The run node and tallies are rewritten at most every REFRESH_SECONDS: rewriting them
+        # per result cost more than the result itself (docs/performance.md § Verification).
+        if time.monotonic() - self._refreshed >= REFRESH_SECONDS:
+            self._refresh()
+        self.write_seconds += time.perf_counter() - t0
+        return keep
+
+    def _cost_lines(self, r: str, result: dict[str, Any], costs: dict[str, float | None]) -> None:
+        usage = (result.get("template") or {}).get("usage_metadata")
+        if not isinstance(usage, dict):
+            return
+        taken: set[str] = set()
+        for stage in usage:
+            node = child_iri(r, "usage", stage, taken)  # the mapper names usage nodes the same way
+            cost = costs.get(stage)
+            if cost is not None:
+                self.mapper._add(f"<{node}>", _k("costUsd"), t.typed(f"{cost:.10f}", _XSD + "decimal"))
+
+    def finish(self, summary: dict[str, Any], status: str) -> None:
+        """The run's end: the final job summary and status (completed, interrupted, failed)."""
+        metadata = self.header.setdefault("metadata", {})
+        metadata["job_summary"] = summary
+        self.status = status
+        self._refresh()
+
+    # -- the run node and tallies --------------------------------------------------------
+    status = "running"
+    _refreshed = 0.0
+    write_seconds = 0.0  # mapping and writing results, for the speed benchmark's breakdown
+
+    def _run_lines(self) -> str:
+        mapper = self.mapper
+        _header_lines(mapper, self.iri, self.run_id, self.header, self.links)
+        run = f"<{self.iri}>"
+        mapper._add(run, _k("runStatus"), t.string(self.status))
+        for bench in sorted({f[2] for f in self.facts.values() if f[2] is not None} | self.links.used):
+            mapper._add(run, t.iri(PROV + "used"), f"<{bench}>")
+        for s, p, o in self.extra:
+            mapper._add(s, p, o)
+        _tally_lines(mapper, self.iri, self.facts.values())
+        text = "".join(mapper.lines)
+        mapper.lines.clear()
+        return text
+
+    def _refresh(self) -> None:
+        g = self.graph
+        run = f"<{self.iri}>"
+        self._refreshed = time.monotonic()
+        self.store.oxigraph.update(
+            f"DELETE WHERE {{ GRAPH {g} {{ {run} ?p ?o }} }} ;\n"
+            f"DELETE {{ GRAPH {g} {{ ?t ?p ?o }} }} WHERE {{ GRAPH {g} {{ ?t a <{KARENINA}Tally> ; ?p ?o }} }} ;\n"
+            f"INSERT DATA {{ GRAPH {g} {{ {self._run_lines()} }} }}"
+        )
+
+    def _publish(self, new: bool) -> None:
+        self.store.oxigraph.update(_shared_graphs(""))  # the failure taxonomy results point to
+        self._refresh()
+        if not new:
+            return
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        run = f"<{self.iri}>"
+        facts = (
+            f"{run} <{KARENINA}runGraph> {self.graph} . {run} <{KARENINA}importedAt> {json.dumps(now)} . "
+            f"{run} <{KARENINA}importedFrom> {json.dumps('karenina-rdf verify')} ."
+        )
+        self.store.oxigraph.update(
+            f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ {run} ?p ?o }} }} ;\n"
+            f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {facts} }} }}"
+        )

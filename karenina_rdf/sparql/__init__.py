@@ -1,0 +1,1 @@
+"""karenina_rdf.sparql."""

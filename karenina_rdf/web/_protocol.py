@@ -1,0 +1,341 @@
+"""The SPARQL 1.1 Protocol, apart from any web framework: what a request asks (an operation and
+its dataset), which format the client accepts, and running it under the endpoint's limits.
+
+Failures are :class:`ProtocolError` with the HTTP status the protocol gives them: 400 for a
+malformed request or query (with the parser's own message), 406 when no format the client
+accepts fits the result, 415 for a body of an unknown media type, 503 past the time limit, 400
+past the result-size limit (the query asks for more than the endpoint gives: add a LIMIT) and 403
+for a ``SERVICE`` or ``LOAD`` to a host nobody allowed.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import IO, Any, Literal, cast
+from urllib.parse import parse_qsl
+
+import pyoxigraph as ox
+
+from karenina_rdf.rdf._vocab import PREFIXES
+from karenina_rdf.sparql._named import RESULT_FORMATS, serialize_graph
+from karenina_rdf.sparql._text import add_using, load_targets, names_dataset, service_targets, url_allowed
+
+log = logging.getLogger("karenina_rdf.endpoint")
+
+
+class ProtocolError(Exception):
+    """A request the endpoint answers with ``status`` and ``message`` (plain text)."""
+
+    def __init__(self, status: int, message: str, headers: Mapping[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.headers = status, message, dict(headers or {})
+
+
+# Media types by format name; the first is the one the response carries.
+MEDIA_TYPES: dict[str, tuple[str, ...]] = {
+    "json": ("application/sparql-results+json", "application/json"),
+    "xml": ("application/sparql-results+xml", "application/xml", "text/xml"),
+    "csv": ("text/csv",),
+    "tsv": ("text/tab-separated-values",),
+    "turtle": ("text/turtle", "application/x-turtle"),
+    "ntriples": ("application/n-triples", "text/plain"),
+    "jsonld": ("application/ld+json", "application/json"),
+    "rdfxml": ("application/rdf+xml", "application/xml", "text/xml"),
+    "html": ("text/html", "application/xhtml+xml"),
+}
+RESULTS = ("json", "xml", "csv", "tsv")  # SELECT and ASK, in order of preference
+GRAPHS = ("turtle", "ntriples", "jsonld", "rdfxml")  # CONSTRUCT and DESCRIBE
+SUFFIXES = {".ttl": "turtle", ".nt": "ntriples", ".jsonld": "jsonld", ".rdf": "rdfxml", ".html": "html"}
+
+
+def content_type(fmt: str) -> str:
+    media = MEDIA_TYPES[fmt][0]
+    return f"{media}; charset=utf-8" if media.startswith("text/") else media
+
+
+def _accepted(accept: str) -> list[tuple[str, float]]:
+    out = []
+    for part in accept.split(","):
+        media, *params = (p.strip() for p in part.split(";"))
+        q = 1.0
+        for p in params:
+            if p.startswith("q="):
+                try:
+                    q = float(p[2:])
+                except ValueError:
+                    q = 0.0
+        if media:
+            out.append((media.lower(), q))
+    return out
+
+
+def negotiate(accept: str | None, offered: Sequence[str], fmt: str | None = None) -> str:
+    """The format name to answer in: ``fmt`` (a name or media type, from a ``format``
+    parameter) if given, else the best of ``offered`` by the ``Accept`` header (ties go to the
+    earlier in ``offered``; no header or ``*/*`` gives the first). 406 if none fits."""
+    if fmt:
+        name = fmt.lower()
+        for candidate in offered:
+            if name == candidate or name in MEDIA_TYPES[candidate]:
+                return candidate
+        raise ProtocolError(406, f"format {fmt!r} does not fit this result; use one of {', '.join(offered)}")
+    if not accept or not accept.strip():
+        return offered[0]
+    ranges = _accepted(accept)
+    best, best_q = None, 0.0
+    for candidate in offered:
+        # The most specific range that matches decides (RFC 9110 §12.5.1): `json;q=0, */*`
+        # refuses JSON. Aliases (application/json, text/xml …) count when named; a wildcard
+        # stands for the format's own type only, so text/* means CSV or Turtle, not text/xml.
+        primary = MEDIA_TYPES[candidate][0]
+        specificity, q = -1, 0.0
+        for pattern, weight in ranges:
+            if pattern in MEDIA_TYPES[candidate]:
+                rank = 2
+            elif pattern == primary.split("/")[0] + "/*":
+                rank = 1
+            elif pattern == "*/*":
+                rank = 0
+            else:
+                continue
+            if rank > specificity or (rank == specificity and weight > q):
+                specificity, q = rank, weight
+        if q > best_q:
+            best, best_q = candidate, q
+    if best is None:
+        raise ProtocolError(
+            406,
+            f"none of the accepted types ({accept}) fits this result; it can be "
+            + ", ".join(MEDIA_TYPES[c][0] for c in offered),
+        )
+    return best
+
+
+@dataclass
+class Operation:
+    """One protocol request: a query or an update, with the dataset the request names."""
+
+    kind: Literal["query", "update"]
+    text: str
+    default_graphs: list[str] = field(default_factory=list)
+    named_graphs: list[str] = field(default_factory=list)
+    params: dict[str, list[str]] = field(default_factory=dict)  # every parameter, for `format`
+    base: str | None = None  # resolves relative IRIs: the endpoint's URL (§2.1.4 lets it be)
+
+    def param(self, name: str) -> str | None:
+        values = self.params.get(name)
+        return values[0] if values else None
+
+
+def _multi(pairs: Sequence[tuple[str, str]]) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for key, value in pairs:
+        out.setdefault(key, []).append(value)
+    return out
+
+
+def _text(body: bytes, what: str) -> str:
+    try:
+        return body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ProtocolError(400, f"the {what} is not UTF-8 (byte {exc.start})") from None
+
+
+def parse_request(method: str, query_string: str, content_type: str | None, body: bytes) -> Operation | None:
+    """The operation a request carries, or None when it carries none (then the endpoint
+    describes itself). Follows SPARQL 1.1 Protocol §2.1-2.2: query by GET, by form POST or
+    by ``application/sparql-query`` POST; update by form POST or ``application/sparql-update``."""
+    try:
+        url_params = _multi(parse_qsl(query_string, keep_blank_values=True, strict_parsing=False, errors="strict"))
+    except UnicodeDecodeError:
+        raise ProtocolError(400, "the query string is not UTF-8") from None
+    media = (content_type or "").split(";")[0].strip().lower()
+    params = dict(url_params)
+    if method == "GET" or method == "HEAD":
+        if "update" in params:
+            raise ProtocolError(400, "an update must be sent with POST, not GET (SPARQL 1.1 Protocol §2.2)")
+        if "query" not in params:
+            return None
+        kind: Literal["query", "update"] = "query"
+    elif method == "POST":
+        if media == "application/x-www-form-urlencoded":
+            form = _multi(parse_qsl(_text(body, "form body"), keep_blank_values=True))
+            for key, values in form.items():
+                params.setdefault(key, []).extend(values)
+            if "query" in form and "update" in form:
+                raise ProtocolError(400, "a request carries a query or an update, not both")
+            if "query" not in form and "update" not in form:
+                raise ProtocolError(400, "the form has neither a 'query' nor an 'update' field")
+            kind = "query" if "query" in form else "update"
+        elif media in ("application/sparql-query", "application/sparql-update"):
+            kind = "query" if media == "application/sparql-query" else "update"
+            if kind in params:
+                raise ProtocolError(400, f"the {kind} is in the body; the URL must not carry a '{kind}' too")
+            params[kind] = [_text(body, kind)]
+        elif not media:
+            raise ProtocolError(
+                400,
+                "a POST needs a Content-Type: application/x-www-form-urlencoded, "
+                "application/sparql-query or application/sparql-update",
+            )
+        else:
+            raise ProtocolError(
+                415,
+                f"cannot read a body of type {media!r}: send application/x-www-form-urlencoded, "
+                "application/sparql-query or application/sparql-update",
+            )
+    else:
+        raise ProtocolError(405, f"{method} is not a SPARQL protocol method (GET or POST)", {"Allow": "GET, POST"})
+    texts = params.get(kind, [])
+    if len(texts) != 1:
+        raise ProtocolError(400, f"a request carries exactly one '{kind}', this one has {len(texts)}")
+    if kind == "query":
+        default, named = params.get("default-graph-uri", []), params.get("named-graph-uri", [])
+    else:
+        default, named = params.get("using-graph-uri", []), params.get("using-named-graph-uri", [])
+    for iri in (*default, *named):
+        try:
+            ox.NamedNode(iri)
+        except ValueError as exc:
+            raise ProtocolError(400, f"{iri!r} is not a graph IRI: {exc}") from None
+    return Operation(kind, texts[0], list(default), list(named), params)
+
+
+class _Sink:
+    """Collects a serialization; past the byte limit or the deadline it stops the writer."""
+
+    def __init__(self, limit: int, deadline: float, timeout: float) -> None:
+        self.parts: list[bytes] = []
+        self.size, self.limit, self.deadline, self.timeout = 0, limit, deadline, timeout
+
+    def write(self, data: bytes) -> int:
+        self.size += len(data)
+        if self.size > self.limit:
+            raise ProtocolError(
+                400, f"the result is larger than the endpoint's limit of {self.limit:,} bytes; add a LIMIT"
+            )
+        if time.monotonic() > self.deadline:
+            raise timed_out(self.timeout)
+        self.parts.append(bytes(data))
+        return len(data)
+
+    def flush(self) -> None:
+        pass
+
+
+def timed_out(timeout: float) -> ProtocolError:
+    return ProtocolError(503, f"the query ran longer than the endpoint's time limit of {timeout:g} s")
+
+
+@dataclass
+class Limits:
+    timeout: float = 30.0
+    max_result_bytes: int = 50_000_000
+    allow_service: tuple[str, ...] = ()  # IRI prefixes SERVICE may call; "*" for any
+    max_running: int = 8  # queries evaluated at once; more wait their turn (within the time limit)
+
+
+class Runner:
+    """Runs operations on a pyoxigraph store (or a RemoteStore) within :class:`Limits`.
+
+    ``run_query`` is blocking and meant for a worker thread: pyoxigraph releases the GIL while it
+    evaluates, so queries on other threads (and the event loop) go on meanwhile. A query is
+    evaluated lazily while it is serialized, and the serializer checks the deadline at every
+    write, so a query that streams its solutions stops at the deadline. One that must finish a
+    sort or an aggregate first cannot be interrupted inside pyoxigraph (it has no cancellation):
+    the client gets its 503 at the deadline all the same (the endpoint stops waiting), and the
+    evaluation keeps its slot until it returns, so at most ``max_running`` run at once.
+    """
+
+    def __init__(self, limits: Limits) -> None:
+        self.limits = limits
+        self._slots = threading.BoundedSemaphore(limits.max_running)
+
+    def check_services(self, text: str) -> None:
+        allowed = self.limits.allow_service
+        if "*" in allowed:
+            return
+        for target in service_targets(text, PREFIXES):
+            if target is None:
+                raise ProtocolError(
+                    403, "SERVICE with an endpoint this server cannot resolve (a variable …) is not allowed here"
+                )
+            if not url_allowed(target, allowed):
+                raise ProtocolError(
+                    403, f"SERVICE <{target}> is not allowed on this endpoint (start it with --allow-service)"
+                )
+        for target in load_targets(text, PREFIXES):
+            if not url_allowed(target, allowed):
+                raise ProtocolError(
+                    403, f"LOAD <{target}> is not allowed on this endpoint (start it with --allow-service)"
+                )
+
+    def run_query(
+        self,
+        store: Any,
+        op: Operation,
+        dataset: Callable[[], Mapping[str, Any]],
+        accept: str | None,
+        fmt: str | None,
+        started: float,
+    ) -> tuple[bytes, str]:
+        """Evaluate and serialize; returns the body and its format name."""
+        limits = self.limits
+        deadline = started + limits.timeout
+        if not self._slots.acquire(timeout=max(0.0, deadline - time.monotonic())):
+            raise timed_out(limits.timeout)
+        results: Any = None
+        try:
+            if op.default_graphs or op.named_graphs:
+                # The protocol's dataset replaces the query's FROM / FROM NAMED (§2.1.4).
+                kwargs: dict[str, Any] = {
+                    "default_graph": [ox.NamedNode(g) for g in op.default_graphs],
+                    "named_graphs": [ox.NamedNode(g) for g in op.named_graphs],
+                }
+            else:
+                # Asked for now, with the slot held: a write that began while this query waited
+                # is then seen as in progress (Endpoint.dataset).
+                kwargs = dict(dataset())
+            try:
+                results = store.query(op.text, base_iri=op.base, prefixes=dict(PREFIXES), **kwargs)
+            except SyntaxError as exc:
+                raise ProtocolError(400, f"SPARQL syntax error: {exc}") from None
+            except (OSError, RuntimeError) as exc:
+                log.warning("query failed: %s", exc)
+                raise ProtocolError(502, "the query failed (a SERVICE call or the store failed)") from None
+            offered = GRAPHS if isinstance(results, ox.QueryTriples) else RESULTS
+            name = negotiate(accept, offered, fmt)
+            sink = _Sink(limits.max_result_bytes, deadline, limits.timeout)
+            try:
+                if isinstance(results, ox.QueryTriples):
+                    serialize_graph(results, name, cast(IO[bytes], sink), prefixes=PREFIXES)
+                else:
+                    results.serialize(cast(IO[bytes], sink), RESULT_FORMATS[name])
+            except (OSError, RuntimeError) as exc:
+                # A SERVICE reply or a store's own error may carry what the client must not see.
+                log.warning("query failed while it ran: %s", exc)
+                raise ProtocolError(502, "the query failed while it ran (a SERVICE call or the store failed)") from None
+            if time.monotonic() > deadline:
+                raise timed_out(limits.timeout)
+            return b"".join(sink.parts), name
+        finally:
+            # pyoxigraph's result objects must die on the thread that made them; an exception's
+            # traceback would otherwise carry this frame (and them) to the event loop's thread.
+            results = None
+            self._slots.release()
+
+    def prepare_update(self, op: Operation) -> str:
+        """The update text to run, with the protocol's dataset as USING clauses."""
+        if op.default_graphs or op.named_graphs:
+            if names_dataset(op.text):
+                raise ProtocolError(
+                    400,
+                    "the update names its dataset (USING or WITH) and so does the request "
+                    "(using-graph-uri / using-named-graph-uri): use one of them",
+                )
+            return add_using(op.text, op.default_graphs, op.named_graphs)
+        return op.text
