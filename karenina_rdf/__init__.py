@@ -2,6 +2,8 @@
 
 from typing import TYPE_CHECKING, Any
 
+from karenina_rdf._importing import ImportReport, ImportResult
+from karenina_rdf._store import Store
 from karenina_rdf.authoring._benchmark import Benchmark, BenchmarkInfo
 from karenina_rdf.authoring._question import Answer, AnswerTemplate, Question
 from karenina_rdf.checkpoint._export import CANONICAL_CONTEXT
@@ -11,7 +13,7 @@ from karenina_rdf.rdf._ids import generate_question_id, question_md5_id, templat
 from karenina_rdf.rdf._vocab import KARENINA, SCHEMA
 from karenina_rdf.results._runs import ResultsImport, RunSummary
 from karenina_rdf.sparql._named import NamedQuery, QueryParam, named_queries
-from karenina_rdf.store._store import BenchmarkSummary, ImportReport, ImportResult, Store
+from karenina_rdf.store._store import BenchmarkSummary
 from karenina_rdf.validation._validate import BenchmarkReport, Finding, validate, validate_store
 
 from ._errors import (

@@ -271,7 +271,7 @@ def test_leftovers_of_an_interrupted_import_are_removed(backend: Backend) -> Non
     # What a client killed mid-import leaves: a marked, unpublished generation graph.
     leftover = ox.NamedNode(r.iri + "/graph/00000000000000bb")
     s.oxigraph.add(ox.Quad(ox.NamedNode(r.iri + "/x"), ox.NamedNode("urn:p"), ox.Literal("x"), leftover))
-    s._pending(leftover, True)
+    s.catalog.mark_pending(leftover, True)
     assert len(_generations(s)) == 2
     if s.remote is None:
         s.close()  # embedded: the next open cleans up (one process holds the store)

@@ -416,9 +416,9 @@ def test_a_replaced_row_keeps_its_place(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("small", [1_000_000, 10], ids=["one transaction", "named pipe"])
 def test_a_lone_surrogate_is_refused_with_its_row(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, small: int) -> None:
-    import karenina_rdf.store._store as store_module
+    from karenina_rdf.store import _loading
 
-    monkeypatch.setattr(store_module, "_SMALL", small)  # the pipe opens once this many lines are mapped
+    monkeypatch.setattr(_loading, "SMALL", small)  # the pipe opens once this many lines are mapped
     head, rows = synthetic(4)
     rows[2]["template"]["raw_llm_response"] = "LONE-SURROGATE"
     path = write(tmp_path / "x.json", head, rows)
@@ -433,13 +433,13 @@ def test_a_lone_surrogate_is_refused_with_its_row(monkeypatch: pytest.MonkeyPatc
 
 
 def test_a_big_import_through_the_pipe_equals_a_small_one(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    import karenina_rdf.store._store as store_module
+    from karenina_rdf.store import _loading
 
     head, rows = synthetic(20)
     path = write(tmp_path / "x.json", head, rows)
     small = Store.memory()
     small.import_results(path)
-    monkeypatch.setattr(store_module, "_SMALL", 10)
+    monkeypatch.setattr(_loading, "SMALL", 10)
     piped = Store(tmp_path / "disk")
     piped.import_results(path)
     assert exported(piped, "run-x") == exported(small, "run-x") == path.read_text(encoding="utf-8")

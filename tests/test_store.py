@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import pyoxigraph as ox
 import pytest
@@ -283,31 +283,53 @@ def test_scenarios_with_the_same_name_stay_apart(store: Store) -> None:
     assert store.export_checkpoint(iri)["hasPart"] == doc["hasPart"]
 
 
-@pytest.fixture
-def tiny_chunks(monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """Exercise the big-import path (chunks bulk-loaded by a second thread) on small files."""
+class Loads(NamedTuple):
+    kind: str
+    started: list[str]
+
+    def overlapped(self) -> bool:
+        """Loading began before mapping ended: several chunk files, or the pipe opened."""
+        return len(self.started) > 3 if self.kind == "chunks" else self.started == ["pipe"]
+
+
+@pytest.fixture(params=["pipe", "chunks"])
+def tiny_chunks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Loads:
+    """Exercise the big-import path on small files, through each sink: the named pipe read by
+    one bulk load (embedded stores), and chunk files bulk-loaded by a second thread (servers).
+    Records the loads started while mapping: the pipe when it opens, each chunk file when it is
+    handed to the loader."""
     from karenina_rdf.checkpoint import _map as _checkpoint
-    from karenina_rdf.store import _store
+    from karenina_rdf.store import _loading, _store
 
-    monkeypatch.setattr(_store, "_CHUNK", 40)
-    monkeypatch.setattr(_store, "_SMALL", 10)
+    monkeypatch.setattr(_loading, "CHUNK", 40)
+    monkeypatch.setattr(_loading, "SMALL", 10)
     monkeypatch.setattr(_checkpoint.TripleSink, "_BLOCK", 7)  # chunks rotate between written blocks
-    loads: list[str] = []
-    real = _store._Loader.submit
+    loads = Loads(request.param, [])
+    if request.param == "chunks":
+        monkeypatch.setattr(_store, "open_sink", _loading.ChunkSink)
+        real_submit = _loading.ChunkSink._submit
 
-    def submit(self: Any, path: Path) -> None:
-        loads.append(path.name)
-        real(self, path)
+        def submit(self: Any, path: Path) -> None:
+            loads.started.append(path.name)
+            real_submit(self, path)
 
-    monkeypatch.setattr(_store._Loader, "submit", submit)
+        monkeypatch.setattr(_loading.ChunkSink, "_submit", submit)
+    else:
+        real_open = _loading.PipeSink._open
+
+        def open_(self: Any) -> None:
+            loads.started.append("pipe")
+            real_open(self)
+
+        monkeypatch.setattr(_loading.PipeSink, "_open", open_)
     return loads
 
 
-def test_pipelined_import_gives_the_same_graph(tmp_path: Path, tiny_chunks: list[str]) -> None:
+def test_pipelined_import_gives_the_same_graph(tmp_path: Path, tiny_chunks: Loads) -> None:
     path = EXAMPLES / "molecular-biology.jsonld"
     with Store(tmp_path / "a") as big:
         iri = big.import_checkpoint(path).iri
-        assert len(tiny_chunks) > 3  # several chunks went through the background loader
+        assert tiny_chunks.overlapped()  # the background loader was fed while mapping went on
         pipelined = {
             (str(q.subject), str(q.predicate), str(q.object))
             for q in big.oxigraph.quads_for_pattern(None, None, None, big.graph_of(iri)[1])
@@ -322,17 +344,18 @@ def test_pipelined_import_gives_the_same_graph(tmp_path: Path, tiny_chunks: list
     assert pipelined == direct
 
 
-def test_pipelined_import_failing_late_leaves_store_unchanged(tmp_path: Path, tiny_chunks: list[str]) -> None:
+def test_pipelined_import_failing_late_leaves_store_unchanged(tmp_path: Path, tiny_chunks: Loads) -> None:
     doc = load_json(EXAMPLES / "molecular-biology.jsonld")
     with Store(tmp_path / "s") as store:
         store.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
         before = _all_quads(store)
+        tiny_chunks.started.clear()
         doc["dataFeedElement"][-1]["item"].pop("text")  # found after earlier chunks were loaded
         bad = tmp_path / "bad.jsonld"
         bad.write_text(json.dumps(doc), encoding="utf-8")
         with pytest.raises(CheckpointError, match="missing required field 'text'"):
             store.import_checkpoint(bad)
-        assert len(tiny_chunks) > 3  # chunks were loaded before the error was found
+        assert tiny_chunks.overlapped()  # loading had begun before the error was found
         assert _all_quads(store) == before
 
 
@@ -369,9 +392,9 @@ def test_queries_do_not_see_a_graph_being_loaded(store: Store) -> None:
     loading = ox.NamedNode(r.iri + "/graph/00000000000000aa")
     question = ox.NamedNode(r.iri + "/questions/x")
     store.oxigraph.add(ox.Quad(question, ox.NamedNode(RDF_TYPE), ox.NamedNode(SCHEMA + "Question"), loading))
-    store._pending(loading, True)
+    store.catalog.mark_pending(loading, True)
     assert int(next(iter(store.query(count)))["n"].value) == 4
-    store._pending(loading, False)
+    store.catalog.mark_pending(loading, False)
 
 
 def test_a_store_another_process_holds_is_named_with_a_hint(tmp_path: Path) -> None:

@@ -22,6 +22,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import DuplicateQuestionError, InvalidValueError, QuestionNotFoundError
+from karenina_rdf._store import Store
 from karenina_rdf.checkpoint._export import CANONICAL_CONTEXT, benchmark_json, item_json
 from karenina_rdf.checkpoint._map import map_checkpoint, map_item
 from karenina_rdf.checkpoint._rubric import RubricTrait, coerce_trait
@@ -41,7 +42,6 @@ from karenina_rdf.rdf._graph import (
 from karenina_rdf.rdf._ids import generate_question_id, item_iri, owning_question, question_iri
 from karenina_rdf.rdf._terms import string
 from karenina_rdf.rdf._vocab import KARENINA, SCHEMA
-from karenina_rdf.store._store import Store
 
 from ._question import Question, question_from_item
 

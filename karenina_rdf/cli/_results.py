@@ -10,12 +10,12 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from karenina_rdf._store import Store
 from karenina_rdf.rdf._graph import solutions, term_value
 from karenina_rdf.results._read import is_sqlite
 from karenina_rdf.results._runs import ResultsImport
-from karenina_rdf.store._store import Store
 
-from ._app import BaseOpt, StoreOpt, _run, err, out
+from ._common import BaseOpt, StoreOpt, _run, err, out
 
 results_app = typer.Typer(
     help="Verification results: import Karenina results exports, list and compare runs, export them.",

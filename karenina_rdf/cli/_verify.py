@@ -20,7 +20,7 @@ from rich.markup import escape
 from karenina_rdf._errors import VerificationError
 from karenina_rdf.runner._run import RunOptions, RunReport
 
-from ._app import BaseOpt, StoreOpt, _errors, _open, err, out
+from ._common import BaseOpt, StoreOpt, _errors, _open, err, out
 
 templates_app = typer.Typer(help="Answer templates: generate them with a model.", no_args_is_help=True)
 

@@ -27,14 +27,15 @@ from karenina_rdf._errors import VerificationError
 from karenina_rdf.rdf import _terms as t
 from karenina_rdf.rdf._graph import solutions, term_value
 from karenina_rdf.rdf._ids import child_iri
-from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH
+from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH
+from karenina_rdf.store._catalog import IMPORTED_AT, RUN_GRAPH, SOURCE
 
 from ._map import Context, Facts, ResultMapper, _k, result_iri
 from ._model import PROV
 from ._runs import _FACT_PREDICATES, _header_lines, _Links, _old_facts, _shared_graphs, _tally_lines, run_iri
 
 if TYPE_CHECKING:
-    from karenina_rdf.store._store import Store
+    from karenina_rdf.store._store import GraphStore
 
 REFRESH_SECONDS = 0.5
 _XSD = "http://www.w3.org/2001/XMLSchema#"
@@ -45,7 +46,7 @@ class LiveRun:
 
     def __init__(
         self,
-        store: Store,
+        store: GraphStore,
         run_id: str,
         *,
         benchmark: str,
@@ -62,7 +63,7 @@ class LiveRun:
         self.links = _Links(store, benchmark, f"run {run_id}")
         self.facts: dict[str, Facts] = {}
         self.positions: dict[str, int] = {}
-        old = store._runs().get(self.iri)
+        old = store.catalog.runs().get(self.iri)
         if old is not None and not resume:
             raise VerificationError(
                 f"run {run_id!r} is already stored: continue it with --resume {run_id}, or choose another --run id"
@@ -195,12 +196,9 @@ class LiveRun:
         if not new:
             return
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        run = f"<{self.iri}>"
-        facts = (
-            f"{run} <{KARENINA}runGraph> {self.graph} . {run} <{KARENINA}importedAt> {json.dumps(now)} . "
-            f"{run} <{KARENINA}importedFrom> {json.dumps('karenina-rdf verify')} ."
-        )
-        self.store.oxigraph.update(
-            f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ {run} ?p ?o }} }} ;\n"
-            f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {facts} }} }}"
-        )
+        facts = [
+            (RUN_GRAPH, str(self.graph)),
+            (IMPORTED_AT, json.dumps(now)),
+            (SOURCE, json.dumps("karenina-rdf verify")),
+        ]
+        self.store.catalog.publish(self.iri, facts)

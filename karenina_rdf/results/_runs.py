@@ -12,11 +12,11 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import tempfile
 import uuid
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Literal, Protocol
+from typing import IO, TYPE_CHECKING, Any, Literal
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
@@ -25,8 +25,9 @@ from karenina_rdf._errors import CheckpointError, NotFoundError, Problem, StoreE
 from karenina_rdf.rdf import _terms as t
 from karenina_rdf.rdf._graph import node_index, solutions, term_value
 from karenina_rdf.rdf._ids import segment
-from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, SCHEMA, VOCABULARY_GRAPH
-from karenina_rdf.store._loading import PipeLoader, pipes_available
+from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH, SCHEMA, VOCABULARY_GRAPH
+from karenina_rdf.store._catalog import IMPORTED_AT, RUN_GRAPH, SOURCE, TRIPLE_COUNT
+from karenina_rdf.store._loading import Sink
 
 from ._export import ResultRebuilder, scored_names, write_csv, write_export
 from ._map import A, Context, Facts, QuestionLink, ResultMapper, _k
@@ -48,7 +49,7 @@ from ._model import (
 from ._read import ExportReader
 
 if TYPE_CHECKING:
-    from karenina_rdf.store._store import Store
+    from karenina_rdf.store._store import GraphStore
 
 RUN_METADATA = _fields(
     "export_timestamp", "karenina_version", "job_id", "verification_config", ("job_summary", None, "summary")
@@ -62,6 +63,9 @@ TOP_LEVEL = _fields(
     "scenario_results",
 )
 _MAX_LISTED = 20
+# The check an importer runs on a loaded, unpublished run (run IRI, its generation graph): the
+# problems that refuse it and the warnings it is imported with (see karenina_rdf._importing).
+RunCheck = Callable[[str, ox.NamedNode], tuple[list[Problem], list[Problem]]]
 
 
 class ResultsImport(BaseModel):
@@ -140,9 +144,9 @@ def taxonomy_triples() -> Iterator[str]:
 class _Links:
     """Finds the stored question (and template, and traits) a result's ``question_id`` names."""
 
-    def __init__(self, store: Store, benchmark: str | None, source: str) -> None:
+    def __init__(self, store: GraphStore, benchmark: str | None, source: str) -> None:
         self.store, self.source = store, source
-        live = store._live()
+        live = store.catalog.benchmarks()
         if benchmark is not None:
             bench = store.resolve(benchmark)
             live = {bench: live[bench]}
@@ -297,13 +301,13 @@ def _header_lines(mapper: ResultMapper, run: str, run_id: str, header: dict[str,
     mapper._part(r, "export", header, TOP_LEVEL, lambda *_: None)
 
 
-def _runs_prefix(store: Store) -> str:
+def _runs_prefix(store: GraphStore) -> str:
     return store.base_iri + "runs/"
 
 
-def resolve_run(store: Store, ref: str) -> tuple[str, ox.NamedNode]:
+def resolve_run(store: GraphStore, ref: str) -> tuple[str, ox.NamedNode]:
     """A stored run by IRI or id."""
-    runs = store._runs()
+    runs = store.catalog.runs()
     for candidate in (ref, run_iri(store.base_iri, ref)):
         if candidate in runs:
             return candidate, runs[candidate]
@@ -353,19 +357,20 @@ def _check_version(header: dict[str, Any], source: str) -> str | None:
 
 
 def import_results(
-    store: Store,
+    store: GraphStore,
     source: str | Path,
     *,
     benchmark: str | None = None,
     run_id: str | None = None,
     label: str | None = None,
-    validate: bool = False,
+    check: RunCheck | None = None,
 ) -> ResultsImport:
     """Import a Karenina results export (format 2.0-2.2) into the run it belongs to.
 
     Atomic per run; rows are read one at a time. Rows whose identity is already stored in the
     run replace those rows; rows whose question is not stored are kept (and counted); a question
-    id held by several stored benchmarks needs ``benchmark``.
+    id held by several stored benchmarks needs ``benchmark``. ``check`` runs on the loaded,
+    unpublished run: its violations refuse the run, its warnings are reported.
     """
     path = Path(source)
     label = label or str(source)
@@ -390,7 +395,7 @@ def import_results(
             # Members after the rows (scenario_results) are known once the rows are read.
             return {**reader.header, **header} if "metadata" in header else reader.header
 
-        return _Import(store, rid, label, file_hash, benchmark, validate=validate).execute(
+        return _Import(store, rid, label, file_hash, benchmark, check=check).execute(
             header, stream, complete_header, version
         )
     finally:
@@ -400,20 +405,20 @@ def import_results(
 class _Import:
     def __init__(
         self,
-        store: Store,
+        store: GraphStore,
         rid: str,
         label: str,
         file_hash: str,
         benchmark: str | None,
         name: str | None = None,
-        validate: bool = False,
+        check: RunCheck | None = None,
     ) -> None:
         self.store, self.rid, self.label, self.file_hash, self.name = store, rid, label, file_hash, name
-        self.validate = validate
+        self.check = check
         self.warnings: tuple[str, ...] = ()
         self.iri = run_iri(store.base_iri, rid)
         self.links = _Links(store, benchmark, label)
-        self.old_graph = store._runs().get(self.iri)
+        self.old_graph = store.catalog.runs().get(self.iri)
 
     def _old_rows(self) -> tuple[dict[str, int], int]:
         """The stored rows' places, and the first free one after them."""
@@ -436,85 +441,67 @@ class _Import:
         """Map ``rows`` ((array key, index, row) triples; the key and index make the JSON
         pointer of errors) into a new generation of the run and publish it. ``header`` is the
         export's other members as known before the rows, ``complete_header()`` after them."""
-        store, ox_store = self.store, self.store.oxigraph
+        store = self.store
         old_keys, offset = self._old_rows()
         self.links.shared = _shared_directions(header)
         ctx = Context(store.base_iri, self.iri, self.links.lookup, self.links.traits, positions=old_keys)
         mapper = ResultMapper(ctx)
-        graph = ox.NamedNode(f"{self.iri}/graph/{uuid.uuid4().hex[:16]}")
-        store._pending(graph, True)
         seen: dict[str, int] = {}
         facts: dict[str, Facts] = {}
         last_of: dict[str, Any] = {}
         count = triples = 0
-        try:
-            with tempfile.TemporaryDirectory(prefix=".results-", dir=store.path) as tmpdir:
-                sink = _sink(store, graph, Path(tmpdir))
+        with store.generation(self.iri) as gen:
+            graph, sink = gen.graph, gen.sink
+            for key, index, row in rows:
+                pointer = f"/{key}/{index}"
+                self.links.position = pointer
                 try:
-                    for key, index, row in rows:
-                        pointer = f"/{key}/{index}"
-                        self.links.position = pointer
-                        try:
-                            r = mapper.map(row, offset + index)
-                        except CheckpointError:
-                            raise
-                        except ValueError as exc:
-                            raise CheckpointError([Problem(str(exc), self.label, pointer)]) from None
-                        count += 1
-                        facts[r] = mapper.facts  # a repeated identity: the last row counts
-                        if r in seen:
-                            last_of[r] = row  # mapped again at the first row's place, below
-                        else:
-                            seen[r] = index
-                        triples += len(mapper.lines)
-                        try:
-                            sink.write("".join(mapper.lines))
-                        except UnicodeEncodeError:
-                            raise CheckpointError(
-                                [Problem("a string holds an unpaired UTF-16 surrogate: not text", self.label, pointer)]
-                            ) from None
-                        except (OSError, SyntaxError, ValueError) as exc:
-                            raise StoreError(
-                                f"loading results of {self.label} failed, store unchanged: {exc}"
-                            ) from None
-                        mapper.lines.clear()
-                    _header_lines(mapper, self.iri, self.rid, complete_header(), self.links)
-                    if self.name is not None:  # a database run's run_name; exports name no run
-                        mapper._add(f"<{self.iri}>", t.iri(SCHEMA + "name"), t.string(self.name))
-                    self._import_record(mapper, version, count)
-                    replaced = old_keys.keys() & seen.keys()
-                    if self.old_graph is not None:
-                        triples += self._copy_old(sink, mapper, replaced, facts)
-                    # Benchmarks of every row the new generation holds, kept rows included.
-                    for bench in sorted({f[2] for f in facts.values() if f[2] is not None}):
-                        mapper._add(f"<{self.iri}>", t.iri(PROV + "used"), f"<{bench}>")
-                    _tally_lines(mapper, self.iri, facts.values())
-                    del facts
-                    triples += len(mapper.lines)
-                    sink.write("".join(mapper.lines))
-                    mapper.lines.clear()
-                except BaseException:
-                    sink.abort()
+                    r = mapper.map(row, offset + index)
+                except CheckpointError:
                     raise
+                except ValueError as exc:
+                    raise CheckpointError([Problem(str(exc), self.label, pointer)]) from None
+                count += 1
+                facts[r] = mapper.facts  # a repeated identity: the last row counts
+                if r in seen:
+                    last_of[r] = row  # mapped again at the first row's place, below
+                else:
+                    seen[r] = index
+                triples += len(mapper.lines)
                 try:
-                    sink.finish()
+                    sink.write("".join(mapper.lines))
+                except UnicodeEncodeError:
+                    raise CheckpointError(
+                        [Problem("a string holds an unpaired UTF-16 surrogate: not text", self.label, pointer)]
+                    ) from None
                 except (OSError, SyntaxError, ValueError) as exc:
                     raise StoreError(f"loading results of {self.label} failed, store unchanged: {exc}") from None
+                mapper.lines.clear()
+            _header_lines(mapper, self.iri, self.rid, complete_header(), self.links)
+            if self.name is not None:  # a database run's run_name; exports name no run
+                mapper._add(f"<{self.iri}>", t.iri(SCHEMA + "name"), t.string(self.name))
+            self._import_record(mapper, version, count)
+            replaced = old_keys.keys() & seen.keys()
+            if self.old_graph is not None:
+                triples += self._copy_old(sink, mapper, replaced, facts)
+            # Benchmarks of every row the new generation holds, kept rows included.
+            for bench in sorted({f[2] for f in facts.values() if f[2] is not None}):
+                mapper._add(f"<{self.iri}>", t.iri(PROV + "used"), f"<{bench}>")
+            _tally_lines(mapper, self.iri, facts.values())
+            del facts
+            triples += len(mapper.lines)
+            sink.write("".join(mapper.lines))
+            mapper.lines.clear()
+            try:
+                sink.finish()
+            except (OSError, SyntaxError, ValueError) as exc:
+                raise StoreError(f"loading results of {self.label} failed, store unchanged: {exc}") from None
             self._fix_duplicates(graph, mapper, {r: (seen[r], row) for r, row in last_of.items()}, offset)
-            if self.validate:
+            if self.check is not None:
                 self._validate(graph, "".join(mapper.model_lines))
             self._publish(graph, triples, "".join(mapper.model_lines))
-        except BaseException:
-            if graph not in store._runs().values():
-                if ox_store.contains_named_graph(graph):
-                    store._drop_graph(graph)
-                store._pending(graph, False)
-            raise
-        store._pending(graph, False)
         if self.old_graph is not None:
-            store._pending(self.old_graph, True)
-            store._drop_graph(self.old_graph)
-            store._pending(self.old_graph, False)
+            store.retire(self.old_graph)
         return ResultsImport(
             run_id=self.rid,
             iri=self.iri,
@@ -536,17 +523,15 @@ class _Import:
         )
 
     def _validate(self, graph: ox.NamedNode, models: str) -> None:
-        """The shapes and checks on the loaded, unpublished generation: a Violation refuses the
-        run (nothing published), warnings are reported. The shared vocabulary and models graphs
-        are written first; both are idempotent and name no run."""
-        from karenina_rdf.validation._validate import findings_in_run
-
+        """The check on the loaded, unpublished generation: a Violation refuses the run (nothing
+        published), warnings are reported. The shared vocabulary and models graphs are written
+        first; both are idempotent and name no run."""
+        assert self.check is not None
         self.store.oxigraph.update(_shared_graphs(models))
-        findings = findings_in_run(self.store, self.iri, graph)
-        violations = [f for f in findings if f.severity == "Violation"]
+        violations, warnings = self.check(self.iri, graph)
         if violations:
-            raise CheckpointError([Problem(f.message, self.label, f.pointer, f.question_id) for f in violations])
-        self.warnings = tuple(str(Problem(f.message, self.label, f.pointer, f.question_id)) for f in findings)
+            raise CheckpointError([replace(p, file=self.label) for p in violations])
+        self.warnings = tuple(str(replace(p, file=self.label)) for p in warnings)
 
     def _import_record(self, mapper: ResultMapper, version: str | None, count: int) -> None:
         node = f"<{self.iri}/imports/{self.file_hash[:16]}>"
@@ -561,7 +546,7 @@ class _Import:
         if version is not None:
             add(node, _k("formatVersion"), t.string(version))
 
-    def _copy_old(self, chunks: _Sink, mapper: ResultMapper, replaced: set[str], facts: dict[str, Facts]) -> int:
+    def _copy_old(self, chunks: Sink, mapper: ResultMapper, replaced: set[str], facts: dict[str, Facts]) -> int:
         """The old generation's triples minus the run header, its tallies and the replaced rows;
         the facts of the rows kept go into ``facts`` for the new tallies."""
         assert self.old_graph is not None
@@ -620,21 +605,16 @@ class _Import:
             )
 
     def _publish(self, graph: ox.NamedNode, triples: int, models: str) -> None:
-        store = self.store
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        run = f"<{self.iri}>"
-        facts = (
-            f"{run} <{KARENINA}runGraph> {graph} . {run} <{KARENINA}importedAt> {json.dumps(now)} . "
-            f"{run} <{KARENINA}importedFrom> {json.dumps(self.label, ensure_ascii=False)} . "
-            f"{run} <{KARENINA}tripleCount> {triples} ."
-        )
+        facts = [
+            (RUN_GRAPH, str(graph)),
+            (IMPORTED_AT, json.dumps(now)),
+            (SOURCE, json.dumps(self.label, ensure_ascii=False)),
+            (TRIPLE_COUNT, str(triples)),
+        ]
         # The shared graphs again even after _validate wrote them: publishing is one update that
         # must leave them complete whether or not the run was validated (the inserts are idempotent).
-        store.oxigraph.update(
-            f"{_shared_graphs(models)} ;\n"
-            f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ {run} ?p ?o }} }} ;\n"
-            f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {facts} }} }}"
-        )
+        self.store.catalog.publish(self.iri, facts, before=_shared_graphs(models))
 
 
 def _shared_graphs(models: str) -> str:
@@ -696,68 +676,19 @@ def _tally_lines(mapper: ResultMapper, run: str, facts: Iterable[Facts]) -> None
             add(node, _k(pred), t.integer(value))
 
 
-class _Sink(Protocol):
-    def write(self, text: str, /) -> int: ...
-    def finish(self) -> None: ...
-    def abort(self) -> None: ...
-
-
-class _ChunkSink:
-    """Chunk files bulk-loaded one by one (a server store, or no named pipes): see _store."""
-
-    def __init__(self, store: Store, graph: ox.NamedNode, folder: Path) -> None:
-        from karenina_rdf.store._store import _CHUNK, _SMALL, _Chunks, _Loader
-
-        self.store, self.graph, self.small = store, graph, _SMALL
-        self.loader = _Loader(store.oxigraph, graph)
-        self.chunks = _Chunks(folder, _CHUNK, self.loader.submit)
-        self.lines = 0
-
-    def write(self, text: str) -> int:
-        self.lines += text.count("\n")
-        return self.chunks.write(text)
-
-    def finish(self) -> None:
-        self.chunks.close()
-        paths, loader = self.chunks.paths, self.loader
-        last = paths[-1:] if paths and paths[-1] not in loader.submitted else []
-        if not loader.submitted and self.lines < self.small:
-            for p in last:  # small: one transactional write
-                self.store.oxigraph.load(path=str(p), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
-            return
-        for p in last:
-            loader.submit(p)
-        loader.finish()
-
-    def abort(self) -> None:
-        self.chunks.close()
-        self.loader.finish(raise_errors=False)
-
-
-def _sink(store: Store, graph: ox.NamedNode, folder: Path) -> _Sink:
-    from karenina_rdf.store._store import _SMALL
-
-    if pipes_available(store.oxigraph):
-        return PipeLoader(store.oxigraph, graph, folder, _SMALL)
-    return _ChunkSink(store, graph, folder)
-
-
 def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
     yield from first
     yield from rest
 
 
-def delete_run(store: Store, ref: str) -> str:
+def delete_run(store: GraphStore, ref: str) -> str:
     run, graph = resolve_run(store, ref)
-    store._pending(graph, True)
-    store.oxigraph.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{run}> ?p ?o }} }}")
-    store._drop_graph(graph)
-    store._pending(graph, False)
+    store.retire(graph, unpublish=run)
     return run
 
 
-def _reader(store: Store, graph: ox.NamedNode) -> ox.Store:
-    source = store._reader(graph)
+def _reader(store: GraphStore, graph: ox.NamedNode) -> ox.Store:
+    source = store.reader(graph)
     if source is not store.oxigraph:  # a server's run, copied: the models it names come too
         source.load(
             store.oxigraph.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=MODELS_GRAPH),
@@ -813,7 +744,7 @@ def ordered_results(source: ox.Store, graph: ox.NamedNode) -> list[str]:
     return [r for _, r in sorted(rows)]
 
 
-def export_run(store: Store, ref: str, out: str | Path | IO[str], fmt: str = "karenina-json") -> int:
+def export_run(store: GraphStore, ref: str, out: str | Path | IO[str], fmt: str = "karenina-json") -> int:
     """Write a run as a Karenina results export (``karenina-json``, format 2.2) or as CSV."""
     if fmt not in ("karenina-json", "csv"):
         raise ValueError(f"unknown results format {fmt!r}: karenina-json or csv")
@@ -863,7 +794,7 @@ _COUNTS = f"""SELECT (SUM(?n) AS ?results) (SUM(?v) AS ?verified) (SUM(?p) AS ?p
     <{KARENINA}passed> ?p ; <{KARENINA}failures> ?f }}"""
 
 
-def run_summary(store: Store, run: str, graph: ox.NamedNode) -> RunSummary:
+def run_summary(store: GraphStore, run: str, graph: ox.NamedNode) -> RunSummary:
     """Counts and models of one run (pass rate = mean of non-null verify_result, as Karenina's)."""
     ox_store = store.oxigraph
     row = next(solutions(ox_store.query(_COUNTS, default_graph=graph)))
@@ -896,12 +827,12 @@ def run_summary(store: Store, run: str, graph: ox.NamedNode) -> RunSummary:
         parsing_models=distinct(f"?t <{KARENINA}parsingModel> ?m . ?m <{RDFS}label> ?x"),
         modes=distinct(f"?r <{KARENINA}evaluationMode> ?x"),
         benchmarks=distinct(f"<{run}> <{PROV}used> ?x"),
-        source=store._catalog_value(run, KARENINA + "importedFrom"),
-        imported_at=store._catalog_value(run, KARENINA + "importedAt"),
+        source=store.catalog.value(run, SOURCE),
+        imported_at=store.catalog.value(run, IMPORTED_AT),
     )
 
 
-def list_runs(store: Store) -> list[RunSummary]:
+def list_runs(store: GraphStore) -> list[RunSummary]:
     """Every stored run, oldest first."""
-    out = [run_summary(store, run, graph) for run, graph in store._runs().items()]
+    out = [run_summary(store, run, graph) for run, graph in store.catalog.runs().items()]
     return sorted(out, key=lambda s: (s.started or "", s.run_id))

@@ -51,7 +51,7 @@ from ._model import (
 from ._runs import ResultsImport, _Import, file_sha256
 
 if TYPE_CHECKING:
-    from karenina_rdf.store._store import Store
+    from karenina_rdf.store._store import GraphStore
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FORMAT_VERSION = "2.2"  # the runs are handed to the import as exports of the current format
@@ -596,7 +596,7 @@ def _relocate(exc: CheckpointError, ids: array[int]) -> CheckpointError:
     return CheckpointError(problems)
 
 
-def _benchmark_hint(store: Store, name: str | None) -> str | None:
+def _benchmark_hint(store: GraphStore, name: str | None) -> str | None:
     """The stored benchmark the database's run names, when exactly one stored benchmark has that
     name (or id): it says which benchmark a question id held by several means."""
     if not name:
@@ -608,7 +608,7 @@ def _benchmark_hint(store: Store, name: str | None) -> str | None:
 
 
 def import_results_db(
-    store: Store,
+    store: GraphStore,
     path: str | Path,
     *,
     benchmark: str | None = None,
@@ -643,7 +643,7 @@ def import_results_db(
 
 
 def _import_run(
-    store: Store,
+    store: GraphStore,
     db: ResultsDatabase,
     run: DatabaseRun,
     builder: RowBuilder,

@@ -23,7 +23,7 @@ from ._prompts import json_object, parsing_messages
 from ._tasks import ModelSpec
 
 if TYPE_CHECKING:
-    from karenina_rdf.store._store import Store
+    from karenina_rdf._store import Store
 
 GENERATION_PROMPT = """You write answer templates for an LLM benchmark.
 

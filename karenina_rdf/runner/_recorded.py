@@ -20,7 +20,7 @@ from karenina_rdf._errors import CheckpointError, Problem, VerificationError
 from karenina_rdf.results._model import canonical_key
 
 if TYPE_CHECKING:
-    from karenina_rdf.store._store import Store
+    from karenina_rdf._store import Store
 
 AnswerKey = tuple[str, str, int | None]
 DEFAULT_ANSWERER = "manual:recorded"

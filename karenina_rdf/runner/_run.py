@@ -42,7 +42,7 @@ from ._record import RETRY_CATEGORIES
 from ._tasks import MODES, Mode, ModelSpec, Plan, Task, plan, read_questions
 
 if TYPE_CHECKING:
-    from karenina_rdf.store._store import Store
+    from karenina_rdf._store import Store
 
 _FLUSH_SECONDS = 0.2  # a result waits at most this long for others to share its store write
 _FLUSH_SIZE = 500

@@ -18,7 +18,7 @@ from karenina_rdf.results._model import canonical_key
 from karenina_rdf.runner.providers._base import Provider
 
 if TYPE_CHECKING:
-    from karenina_rdf.store._store import Store
+    from karenina_rdf._store import Store
 
 Mode = Literal["template_only", "template_and_rubric", "rubric_only"]
 MODES: tuple[Mode, ...] = ("template_only", "template_and_rubric", "rubric_only")

@@ -1,12 +1,17 @@
-"""Loading N-Triples into a graph while they are still being written.
+"""Loading N-Triples into a graph while they are still being written: one sink protocol, two
+ways to feed pyoxigraph's bulk loader.
 
-pyoxigraph's ``bulk_load`` is fastest as one call over all the data: split into chunk files
-(what the checkpoint importer does), a big results import made 44 calls that each ingested into
-an ever larger store, and took 2.2× one call's time (docs/performance.md § Results). Here the
-mapper writes into a named pipe that a single ``bulk_load`` on a second thread reads: one call,
-and mapping and loading still overlap. Small imports never open the pipe; they are loaded in one
-transaction at the end. Needs ``os.mkfifo`` (POSIX) and an embedded store; elsewhere the caller
-uses chunk files.
+pyoxigraph's ``bulk_load`` is fastest as one call over all the data: split into chunk files,
+a big results import made 44 calls that each ingested into an ever larger store, and took 2.2×
+one call's time (docs/performance.md § Results). :class:`PipeSink` therefore has the mapper
+write into a named pipe that a single ``bulk_load`` on a second thread reads: one call, and
+mapping and loading overlap (pyoxigraph releases the GIL). It needs ``os.mkfifo`` (POSIX) and
+an embedded store; elsewhere (a SPARQL server as the store) :class:`ChunkSink` writes chunk
+files and loads each on a second thread as it is finished. Both keep small loads (fewer than
+``SMALL`` lines) in one transactional ``load`` at the end: one atomic write, no SST files.
+
+Both load into a fresh, unpublished generation graph: a failed load leaves a graph the caller
+drops, never a half-published benchmark or run.
 """
 
 from __future__ import annotations
@@ -14,33 +19,70 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import queue
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import IO, NoReturn
+from typing import IO, NoReturn, Protocol
 
 import pyoxigraph as ox
 
+SMALL = 50_000  # below this many lines: one transactional load at the end
+CHUNK = 250_000  # lines per chunk file (ChunkSink)
 
-def pipes_available(store: object) -> bool:
-    return hasattr(os, "mkfifo") and isinstance(store, ox.Store)
+
+class Sink(Protocol):
+    """Where a mapper writes N-Triples text; the triples end up in one graph."""
+
+    lines: int
+
+    def write(self, text: str, /) -> int:
+        """Raises ``UnicodeEncodeError`` for text that is not UTF-8 (a lone surrogate) before
+        anything of it is loaded, and the loader's own error if it stopped early."""
+        ...
+
+    def finish(self, while_loading: Callable[[], None] | None = None) -> None:
+        """Load what was written; ``while_loading`` runs while the last of it is being loaded
+        (Python work that overlaps the loader's). Raises what the loader raised."""
+        ...
+
+    def abort(self) -> None:
+        """Stop loading and wait for the loader; the caller drops the graph."""
+        ...
 
 
-class PipeLoader:
-    """A text sink whose N-Triples end up in ``graph``; call :meth:`finish` (or :meth:`abort`)."""
+def open_sink(store: ox.Store, graph: ox.NamedNode, folder: Path) -> Sink:
+    """The fastest sink this store allows (``folder`` holds the pipe or the chunk files)."""
+    if hasattr(os, "mkfifo") and isinstance(store, ox.Store):
+        return PipeSink(store, graph, folder)
+    return ChunkSink(store, graph, folder)
 
-    def __init__(self, store: ox.Store, graph: ox.NamedNode, folder: Path, small: int) -> None:
-        self.store, self.graph, self.small = store, graph, small
+
+def _transactional_load(store: ox.Store, graph: ox.NamedNode, text: str) -> None:
+    store.load(input=text, format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+
+
+def _bulk_load(store: ox.Store, graph: ox.NamedNode, path: Path) -> None:
+    # Our own N-Triples (escaped literals, minted IRIs): lenient skips re-validation.
+    store.bulk_load(path=str(path), format=ox.RdfFormat.N_TRIPLES, to_graph=graph, lenient=True)
+
+
+class PipeSink:
+    """Text buffered until ``SMALL`` lines, then streamed through a named pipe into one
+    ``bulk_load`` running on a second thread."""
+
+    def __init__(self, store: ox.Store, graph: ox.NamedNode, folder: Path) -> None:
+        self.store, self.graph = store, graph
         self.fifo = folder / "load.nt"
+        self.lines = 0
         self._buffer: list[str] = []
-        self._lines = 0
         self._fh: IO[str] | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
     def write(self, text: str) -> int:
-        """Raises ``UnicodeEncodeError`` for text that is not UTF-8 (a lone surrogate) before
-        anything of it is loaded, and the loader's own error if it stopped reading."""
+        self.lines += text.count("\n")  # one line per triple: literals escape their newlines
         if self._fh is not None:
             try:
                 return self._fh.write(text)
@@ -48,8 +90,7 @@ class PipeLoader:
                 self._failed()
         text.encode("utf-8")  # what the pipe would refuse, refused here, row by row
         self._buffer.append(text)
-        self._lines += text.count("\n")
-        if self._lines >= self.small:
+        if self.lines >= SMALL:
             self._open()
         return len(text)
 
@@ -81,33 +122,39 @@ class PipeLoader:
         self._fh = open(fd, "w", encoding="utf-8")  # noqa: SIM115 - closed by finish/abort
         pending = "".join(self._buffer)
         self._buffer.clear()
-        self.write(pending)
+        try:
+            self._fh.write(pending)
+        except BrokenPipeError:
+            self._failed()
 
     def _load(self) -> None:
         try:
-            # Our own N-Triples (escaped literals, minted IRIs): lenient skips re-validation.
-            self.store.bulk_load(path=str(self.fifo), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph, lenient=True)
+            _bulk_load(self.store, self.graph, self.fifo)
         except BaseException as exc:  # handed to the writing thread by write() or finish()
             self._error = exc
 
-    def finish(self) -> None:
-        """Load what was written; raises what the loader raised."""
+    def finish(self, while_loading: Callable[[], None] | None = None) -> None:
         if self._fh is None:
+            if while_loading is not None:
+                while_loading()
             if self._buffer:
-                self.store.load(input="".join(self._buffer), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+                _transactional_load(self.store, self.graph, "".join(self._buffer))
                 self._buffer.clear()
             return
         with contextlib.suppress(BrokenPipeError, ValueError):  # the loader failed: raised below
             self._fh.close()
         self._fh = None
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        try:
+            if while_loading is not None:
+                while_loading()
+        finally:
+            if self._thread is not None:
+                self._thread.join()
+                self._thread = None
         if self._error is not None:
             raise self._error
 
     def abort(self) -> None:
-        """Stop: close the pipe (the loader sees its end) and wait; the caller drops the graph."""
         self._buffer.clear()
         if self._fh is not None:
             with contextlib.suppress(OSError):
@@ -116,3 +163,83 @@ class PipeLoader:
         if self._thread is not None:
             self._thread.join()
             self._thread = None
+
+
+class ChunkSink:
+    """Chunk files of about ``CHUNK`` lines, each bulk-loaded on a second thread when it is
+    finished, so loading overlaps with mapping."""
+
+    def __init__(self, store: ox.Store, graph: ox.NamedNode, folder: Path) -> None:
+        self.store, self.graph, self.folder = store, graph, folder
+        self.lines = 0
+        self.paths: list[Path] = []
+        self.submitted: list[Path] = []
+        self._fh: IO[str] | None = None
+        self._chunk_lines = 0
+        self._queue: queue.Queue[Path | None] = queue.Queue()
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
+
+    def write(self, text: str) -> int:
+        if self._fh is not None and self._chunk_lines >= CHUNK:
+            self._close_chunk()
+            self._submit(self.paths[-1])
+        if self._fh is None:
+            path = self.folder / f"chunk-{len(self.paths):05d}.nt"
+            self.paths.append(path)
+            self._fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by _close_chunk()
+            self._chunk_lines = 0
+        n = text.count("\n")  # one line per triple: literals escape their newlines
+        self._chunk_lines += n
+        self.lines += n
+        return self._fh.write(text)
+
+    def _close_chunk(self) -> None:
+        if self._fh is not None:
+            self._fh.close()
+            self._fh = None
+
+    def _submit(self, path: Path) -> None:
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._run, name="karenina-rdf-loader", daemon=True)
+            self._thread.start()
+        self.submitted.append(path)
+        self._queue.put(path)
+
+    def _run(self) -> None:
+        while (path := self._queue.get()) is not None:
+            if self._error is not None:
+                continue
+            try:
+                _bulk_load(self.store, self.graph, path)
+            except BaseException as exc:  # handed to the importing thread by finish()
+                self._error = exc
+
+    def _join(self) -> None:
+        if self._thread is not None:
+            self._queue.put(None)
+            self._thread.join()
+            self._thread = None
+
+    def finish(self, while_loading: Callable[[], None] | None = None) -> None:
+        self._close_chunk()
+        last = self.paths[-1:] if self.paths and self.paths[-1] not in self.submitted else []
+        if not self.submitted and self.lines < SMALL:
+            if while_loading is not None:
+                while_loading()
+            for path in last:  # small: one transactional write
+                self.store.load(path=str(path), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+            return
+        for path in last:
+            self._submit(path)
+        try:
+            if while_loading is not None:
+                while_loading()
+        finally:
+            self._join()
+        if self._error is not None:
+            raise self._error
+
+    def abort(self) -> None:
+        self._close_chunk()
+        self._join()

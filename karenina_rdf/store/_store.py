@@ -1,96 +1,54 @@
-"""The store: benchmarks as named graphs in pyoxigraph, with a catalog graph naming the live ones.
+"""The store as storage: benchmarks and runs as named graphs in pyoxigraph (or on a SPARQL
+server), a catalog graph naming the live ones, queries, checkpoint export and delete.
 
-Each import loads a benchmark into a fresh graph ``{benchmark}/graph/{content hash}`` and then
-points the catalog at it in one small SPARQL update, so a reader sees the old benchmark or the
-new one, never half of either (pyoxigraph's bulk loader is fast but not atomic). Graphs the
-catalog does not name are leftovers of an interrupted import or delete, removed on open.
+Everything new lands in a fresh generation graph (:meth:`GraphStore.generation`) that no query
+sees until the catalog points at it in one small SPARQL update, so a reader sees the old
+benchmark or the new one, never half of either (pyoxigraph's bulk loader is fast but not
+atomic). Graphs the catalog does not name are leftovers of an interrupted import or delete,
+removed on open. What is loaded, and how it is checked, is the import pipeline's business
+(``karenina_rdf._importing``); this module knows nothing of checkpoints' or results' rules.
 """
 
 from __future__ import annotations
 
-import datetime as dt
-import hashlib
-import json
 import os
-import queue
 import re
 import tempfile
-import threading
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, cast
+from typing import IO, Any, Self, cast
 
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from karenina_rdf._errors import (
-    AmbiguousBenchmarkError,
-    BenchmarkNotFoundError,
-    CheckpointError,
-    InvalidValueError,
-    KareninaRDFError,
-    Problem,
-    StoreError,
-)
+from karenina_rdf._errors import AmbiguousBenchmarkError, BenchmarkNotFoundError, StoreError
 from karenina_rdf.checkpoint._export import benchmark_json, item_json, write_json
-from karenina_rdf.checkpoint._map import MappedBenchmark, identity, map_checkpoint, read_bytes, read_json
-from karenina_rdf.rdf._graph import count_items, named, node_index, ordered_items, solutions, term_value
+from karenina_rdf.rdf._graph import count_items, node_index, ordered_items, solutions, term_value
 from karenina_rdf.rdf._ids import graph_iri
 from karenina_rdf.rdf._vocab import (
     CATALOG_GRAPH,
     DEFAULT_BASE_IRI,
-    KARENINA,
     MODELS_GRAPH,
     PREFIXES,
     SCHEMA,
     VOCABULARY_GRAPH,
 )
-from karenina_rdf.results._runs import ResultsImport, RunSummary
 from karenina_rdf.sparql._named import bind_values, find_query, looks_like_reference, python_term
-from karenina_rdf.validation._checks import Readiness, TemplateCache, readiness, template_results
-from karenina_rdf.validation._shapes import ValidationResult
 
+from ._catalog import IMPORTED_AT, SOURCE, Catalog
+from ._loading import Sink, open_sink
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
 
 STORE_ENV = "KARENINA_RDF_STORE"
 BASE_IRI_ENV = "KARENINA_RDF_BASE_IRI"
 STORE_TOKEN_ENV = "KARENINA_RDF_STORE_TOKEN"  # Bearer token for a store given as a URL
 DEFAULT_STORE_PATH = ".karenina-rdf"
-# Below this many triples the transactional loader is used: one atomic write, no SST files.
-_SMALL = 50_000
 _DELETE_BATCH = 20_000
-_CHUNK = 250_000
-# A generation graph's IRI after '{base}benchmarks/' (docs/data-model.md §2).
+# A generation graph's IRI after '{base}benchmarks/' or '{base}runs/' (docs/data-model.md §2).
 _GENERATION = re.compile(r"[^/]+/graph/[0-9a-f]{16}$")
-_GRAPH = KARENINA + "graph"
-_HASH = KARENINA + "contentHash"
-_SOURCE = KARENINA + "importedFrom"
-_IMPORTED = KARENINA + "importedAt"
-_FILE_HASH = KARENINA + "sourceSha256"
-_COUNT = KARENINA + "tripleCount"
-_STORE_NODE = "urn:karenina-rdf:store"
-_BASE = KARENINA + "baseIri"
-_PENDING = KARENINA + "pendingGraph"  # on the store node: a graph being loaded, not yet published
-RUN_GRAPH = KARENINA + "runGraph"  # run → its live generation graph (see _results_store)
-
-
-class ImportResult(BaseModel):
-    """What one import did."""
-
-    model_config = ConfigDict(frozen=True)
-
-    benchmark_id: str
-    iri: str
-    name: str
-    version: str | None
-    questions: int
-    triples: int
-    status: str  # "imported", "replaced" or "unchanged"
-    source: str | None = None
-    warnings: tuple[str, ...] = ()
-    # Which evaluation modes the questions are ready for (a validating import says so).
-    readiness: Readiness | None = None
 
 
 class BenchmarkSummary(BaseModel):
@@ -107,18 +65,6 @@ class BenchmarkSummary(BaseModel):
     graph: str
     source: str | None = None
     imported_at: str | None = None
-
-
-class ImportReport(BaseModel):
-    """The outcome of importing several files: what was stored and what was refused."""
-
-    imported: list[ImportResult] = []
-    results: list[ResultsImport] = []
-    errors: list[str] = []
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
 
 
 def default_store_path() -> Path:
@@ -151,8 +97,19 @@ def checkpoint_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             yield p
 
 
-class Store:
-    """A karenina-rdf store: on disk at ``path`` (created if missing), or in memory when ``path`` is None."""
+@dataclass
+class Generation:
+    """A fresh generation graph being filled through ``sink``; unpublished until the catalog
+    points at it."""
+
+    graph: ox.NamedNode
+    sink: Sink
+    folder: Path
+
+
+class GraphStore:
+    """A karenina-rdf store as storage: on disk at ``path`` (created if missing), in memory when
+    ``path`` is None, or on a SPARQL server. ``karenina_rdf.Store`` adds the import pipeline."""
 
     def __init__(
         self, path: str | Path | None = None, *, base_iri: str | None = None, remote: RemoteStore | None = None
@@ -181,17 +138,16 @@ class Store:
                     " on a SPARQL server that both can use)"
                 )
             raise StoreError(f"cannot open store at {self.path}: {exc}{hint}") from None
+        self.catalog = Catalog(self._ox)
         self.base_iri = self._settle_base_iri(requested)
         if remote is None:
             # One process holds an on-disk store: what is marked pending was left by a crash. On a
             # server another client may be importing right now: remove_orphans() is explicit there.
             self.remove_orphans()
-        # Template check outcomes by text hash (see TemplateCache), kept beside the store.
-        self.template_cache = TemplateCache(self.path / "cache" if self.path is not None else None)
 
     def _settle_base_iri(self, requested: str | None) -> str:
         # Every stored IRI was minted under one base; a second base would split identities.
-        stored = self._catalog_value(_STORE_NODE, _BASE)
+        stored = self.catalog.base_iri()
         if stored is not None:
             if requested is not None and requested != stored:
                 raise StoreError(
@@ -200,11 +156,11 @@ class Store:
                 )
             return stored
         base = requested or default_base_iri()
-        self._ox.update(f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ <{_STORE_NODE}> <{_BASE}> {json.dumps(base)} }} }}")
+        self.catalog.set_base_iri(base)
         return base
 
     @classmethod
-    def memory(cls, *, base_iri: str | None = None) -> Store:
+    def memory(cls, *, base_iri: str | None = None) -> Self:
         return cls(None, base_iri=base_iri)
 
     @classmethod
@@ -218,7 +174,7 @@ class Store:
         timeout: float = DEFAULT_TIMEOUT,
         auth: tuple[str, str] | None = None,
         token: str | None = None,
-    ) -> Store:
+    ) -> Self:
         """A store on a SPARQL 1.1 server, given its query and update endpoints (one URL for
         both if ``update_url`` is None) and its Graph Store Protocol endpoint, if it has one.
         ``auth`` is HTTP basic authentication; ``token`` is sent as ``Authorization: Bearer``
@@ -238,60 +194,44 @@ class Store:
             self._ox.flush()
         if self.remote is not None:
             self.remote.close()
-        del self._ox
+        # RocksDB's lock goes with the last reference to the pyoxigraph store: the catalog's too.
+        del self._ox, self.catalog
 
-    def __enter__(self) -> Store:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- catalog ---------------------------------------------------------------------------
-    def _live(self) -> dict[str, ox.NamedNode]:
-        return {
-            term_value(q.subject): named(q.object)
-            for q in self._ox.quads_for_pattern(None, ox.NamedNode(_GRAPH), None, CATALOG_GRAPH)
-        }
-
+    # -- graphs ----------------------------------------------------------------------------
     def graphs(self) -> list[ox.NamedNode]:
         """The named graphs holding live benchmarks."""
-        return list(self._live().values())
-
-    def _runs(self) -> dict[str, ox.NamedNode]:
-        return {
-            term_value(q.subject): named(q.object)
-            for q in self._ox.quads_for_pattern(None, ox.NamedNode(RUN_GRAPH), None, CATALOG_GRAPH)
-        }
+        return list(self.catalog.benchmarks().values())
 
     def run_graphs(self) -> list[ox.NamedNode]:
         """The named graphs holding live verification runs."""
-        return list(self._runs().values())
+        return list(self.catalog.runs().values())
 
     def visible_graphs(self) -> list[ox.NamedNode]:
         """Every graph this store publishes: live benchmarks and runs, the catalog, the vocabulary."""
-        return [*self._live().values(), *self._runs().values(), CATALOG_GRAPH, VOCABULARY_GRAPH, MODELS_GRAPH]
+        catalog = self.catalog
+        return [*catalog.benchmarks().values(), *catalog.runs().values(), CATALOG_GRAPH, VOCABULARY_GRAPH, MODELS_GRAPH]
 
     def graph_of(self, ref: str) -> tuple[str, ox.NamedNode]:
         iri = self.resolve(ref)
-        return iri, self._live()[iri]
-
-    def _catalog_value(self, bench: str, pred: str) -> str | None:
-        for q in self._ox.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(pred), None, CATALOG_GRAPH):
-            return term_value(q.object)
-        return None
+        return iri, self.catalog.benchmarks()[iri]
 
     def remove_orphans(self) -> None:
         """Drop generation graphs an interrupted import or delete left behind: those marked as
         being loaded, and (embedded, where listing graphs is cheap) any unpublished generation
         graph. Never another graph: a server may hold other people's data. On a server, run it
         when no other client is importing."""
-        marker = (ox.NamedNode(_STORE_NODE), ox.NamedNode(_PENDING))
-        pending = [q.object for q in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH)]
+        pending = self.catalog.pending()
         for hidden in self.hidden_graphs():
             if self._is_generation(hidden):
-                self._drop_graph(cast(ox.NamedNode, hidden))
+                self.drop_graph(cast(ox.NamedNode, hidden))
         for g in pending:
-            self._pending(cast(ox.NamedNode, g), False)
+            self.catalog.mark_pending(g, False)
 
     def _is_generation(self, graph: ox.NamedNode | ox.BlankNode) -> bool:
         name = graph.value if isinstance(graph, ox.NamedNode) else ""
@@ -301,12 +241,13 @@ class Store:
                 return True
         return False
 
-    def _drop_graph(self, graph: ox.NamedNode) -> None:
+    def drop_graph(self, graph: ox.NamedNode) -> None:
+        """Remove a graph's triples (callers unlink it from the catalog first)."""
         if self.remote is not None:
             self.remote.drop_graph(graph)  # one DROP on a server; pyoxigraph's removal is slow
             return
         # Removing quads is slow in pyoxigraph; batches keep each transaction small
-        # (docs/performance.md). Callers unlink the graph from the catalog first.
+        # (docs/performance.md).
         quads = self._ox.quads_for_pattern(None, None, None, graph)
         while True:
             batch = [q for _, q in zip(range(_DELETE_BATCH), quads, strict=False)]
@@ -316,18 +257,46 @@ class Store:
             self._ox.update(f"DELETE DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
         self._ox.remove_graph(graph)
 
+    def retire(self, graph: ox.NamedNode, *, unpublish: str | None = None) -> None:
+        """Drop a generation graph no longer (or never) published, marked pending while it is
+        dropped (slowly, in batches) so no query sees it; ``unpublish`` first forgets the
+        benchmark or run that the catalog says lives there."""
+        self.catalog.mark_pending(graph, True)
+        if unpublish is not None:
+            self.catalog.unpublish(unpublish)
+        self.drop_graph(graph)
+        self.catalog.mark_pending(graph, False)
+
+    @contextmanager
+    def generation(self, owner: str) -> Iterator[Generation]:
+        """A fresh generation graph of ``owner`` (a benchmark or run IRI) with a sink loading
+        into it, marked pending from the start: a crash leaves a marker the next open cleans up.
+        The caller fills it, finishes the sink, and publishes it through :attr:`catalog`; if
+        anything raises before it is published, the graph is dropped and nothing changes."""
+        graph = ox.NamedNode(graph_iri(owner, uuid.uuid4().hex[:16]))
+        self.catalog.mark_pending(graph, True)
+        with tempfile.TemporaryDirectory(prefix=".import-", dir=self.path) as tmpdir:
+            sink = open_sink(self._ox, graph, Path(tmpdir))
+            try:
+                yield Generation(graph, sink, Path(tmpdir))
+            except BaseException:
+                sink.abort()
+                catalog = self.catalog
+                if graph not in catalog.benchmarks().values() and graph not in catalog.runs().values():
+                    if self._ox.contains_named_graph(graph):
+                        self.drop_graph(graph)
+                    catalog.mark_pending(graph, False)  # kept if the drop failed: the next cleanup retries
+                raise
+        self.catalog.mark_pending(graph, False)
+
     def mark_edited(self, bench: str) -> None:
         """Forget the content hash of a benchmark changed in place (re-import then replaces it)."""
-        self._ox.update(
-            " ;\n".join(
-                f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> <{p}> ?h }} }}" for p in (_HASH, _FILE_HASH)
-            )
-        )
+        self.catalog.forget_hashes(bench)
 
     # -- lookups ---------------------------------------------------------------------------
     def benchmarks(self) -> list[BenchmarkSummary]:
         out = []
-        for bench, graph in self._live().items():
+        for bench, graph in self.catalog.benchmarks().items():
             out.append(self._summary(bench, graph))
         return sorted(out, key=lambda s: (s.name.lower(), s.version or "", s.benchmark_id))
 
@@ -352,8 +321,8 @@ class Store:
             questions=n_questions,
             traits=n_traits,
             graph=graph.value,
-            source=self._catalog_value(bench, _SOURCE),
-            imported_at=self._catalog_value(bench, _IMPORTED),
+            source=self.catalog.value(bench, SOURCE),
+            imported_at=self.catalog.value(bench, IMPORTED_AT),
         )
 
     def summary(self, ref: str) -> BenchmarkSummary:
@@ -362,7 +331,7 @@ class Store:
 
     def resolve(self, ref: str) -> str:
         """The stored IRI of the benchmark that ``ref`` names: its id, its IRI or its name."""
-        live = self._live()
+        live = self.catalog.benchmarks()
         if ref in live:
             return ref
         by_id, by_name = [], []
@@ -393,291 +362,18 @@ class Store:
             return False
         return True
 
-    # -- import ----------------------------------------------------------------------------
-    def import_checkpoint(
-        self, source: str | Path | dict[str, Any], *, name: str | None = None, validate: bool = True
-    ) -> ImportResult:
-        """Import one checkpoint (a file or a parsed document); atomic: on error nothing changes.
-
-        Importing a benchmark already stored (same id) replaces it; the same content is a no-op.
-        With ``validate`` (the default) the loaded graph is checked against the shapes and checks
-        before it is published: a Violation refuses the benchmark (``CheckpointError``), Warnings
-        are returned, and so is which evaluation modes the questions are ready for.
-        """
-        file_hash = None
-        if isinstance(source, dict):
-            doc, label = source, name
-        else:
-            # A file name that is not UTF-8 (surrogate escapes on Linux) is kept readable, not fatal.
-            label = (name or str(source)).encode("utf-8", "backslashreplace").decode("utf-8")
-            data = read_bytes(source)
-            file_hash = hashlib.sha256(data).hexdigest()
-            doc = read_json(data, label)
-            del data
-        _, bench, _ = identity(doc, self.base_iri)
-        old_graph = self._live().get(bench) if bench else None
-        if old_graph is not None and file_hash is not None and self._catalog_value(bench, _FILE_HASH) == file_hash:
-            return self._unchanged(bench, old_graph, label)
-        # A fresh generation graph, unreferenced until the catalog points at it: chunks can be
-        # bulk-loaded by a second thread while the rest is still being mapped.
-        graph = ox.NamedNode(graph_iri(bench or "urn:x", uuid.uuid4().hex[:16]))
-        self._pending(graph, True)  # a crash from here on leaves a marker for the next open
-        result = self._import_into(graph, doc, label, old_graph, file_hash, validate)
-        self._pending(graph, False)
-        return result
-
-    def _pending(self, graph: ox.NamedNode, on: bool) -> None:
-        fact = f"GRAPH {CATALOG_GRAPH} {{ <{_STORE_NODE}> <{_PENDING}> {graph} }}"
-        self._ox.update(f"INSERT DATA {{ {fact} }}" if on else f"DELETE DATA {{ {fact} }}")
-
-    def _import_into(
-        self,
-        graph: ox.NamedNode,
-        doc: Any,
-        label: str | None,
-        old_graph: ox.NamedNode | None,
-        file_hash: str | None,
-        validate: bool,
-    ) -> ImportResult:
-        loader = _Loader(self._ox, graph)
-        with tempfile.TemporaryDirectory(prefix=".import-", dir=self.path) as tmpdir:
-            chunks = _Chunks(Path(tmpdir), _CHUNK, loader.submit)
-            try:
-                pointers: dict[str, str] | None = {} if validate else None
-                templates: list[tuple[str, str]] | None = [] if validate else None
-                try:
-                    mapped = map_checkpoint(
-                        doc,
-                        base_iri=self.base_iri,
-                        source=label,
-                        stream=chunks,
-                        pointers=pointers,
-                        templates=templates,
-                    )
-                finally:
-                    chunks.close()
-                    del doc  # the parsed JSON is the largest object of a big import
-                code: list[ValidationResult] = []
-
-                def check_code() -> None:
-                    # Runs while the loader thread is still loading: parsing templates is the
-                    # Python half of validation, and the loader's half needs no GIL.
-                    if templates is not None:
-                        code.extend(template_results(templates, self.template_cache))
-                        templates.clear()
-
-                self._load(mapped, chunks, loader, graph, while_loading=check_code)
-                modes = None
-                if pointers is not None:
-                    self._validate_loaded(mapped, graph, pointers, code)
-                    modes = readiness(self._ox, graph, mapped.iri)
-                return self._publish(mapped, graph, old_graph, file_hash, modes)
-            except BaseException:
-                loader.finish(raise_errors=False)
-                if graph not in self._live().values():
-                    if self._ox.contains_named_graph(graph):
-                        self._drop_graph(graph)
-                    self._pending(graph, False)  # kept if the drop failed: the next cleanup retries
-                raise
-
-    def _load(
-        self,
-        mapped: MappedBenchmark,
-        chunks: _Chunks,
-        loader: _Loader,
-        graph: ox.NamedNode,
-        while_loading: Callable[[], None],
-    ) -> None:
-        last = chunks.paths[-1:] if chunks.paths and chunks.paths[-1] not in loader.submitted else []
-        try:
-            if not loader.submitted and mapped.sink.count < _SMALL:
-                while_loading()
-                for path in last:  # small: one transactional write
-                    self._ox.load(path=str(path), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
-            else:
-                for path in last:
-                    loader.submit(path)
-                while_loading()
-                loader.finish()
-        except (OSError, SyntaxError, ValueError) as exc:
-            raise StoreError(f"loading {mapped.source or mapped.iri} failed, store unchanged: {exc}") from None
-
-    def _validate_loaded(
-        self, mapped: MappedBenchmark, graph: ox.NamedNode, pointers: dict[str, str], code: list[ValidationResult]
-    ) -> None:
-        from karenina_rdf.validation._validate import findings_in_graph  # the validator builds on the store
-
-        findings = findings_in_graph(self, graph, mapped.iri, mapped.name, pointers, code)
-        violations = [f for f in findings if f.severity == "Violation"]
-        if violations:
-            raise CheckpointError([Problem(f.message, mapped.source, f.pointer, f.question_id) for f in violations])
-        # The shapes re-find what the mapper warned about, so their wording replaces the mapper's.
-        mapped.warnings = [
-            Problem(f.message, mapped.source, f.pointer, f.question_id) for f in findings if f.severity == "Warning"
-        ]
-
-    def _publish(
-        self,
-        mapped: MappedBenchmark,
-        graph: ox.NamedNode,
-        old_graph: ox.NamedNode | None,
-        file_hash: str | None,
-        modes: Readiness | None = None,
-    ) -> ImportResult:
-        bench = mapped.iri
-        digest = mapped.content_hash()
-        result = dict(
-            benchmark_id=mapped.benchmark_id,
-            iri=bench,
-            name=mapped.name,
-            version=mapped.version,
-            questions=len(mapped.question_ids),
-            triples=mapped.sink.count,
-            source=mapped.source,
-            warnings=tuple(str(w) for w in mapped.warnings),
-            readiness=modes,
-        )
-        if old_graph is not None and self._catalog_value(bench, _HASH) == digest:
-            self._drop_graph(graph)  # same triples from different bytes: keep what is stored
-            return ImportResult(status="unchanged", **result)  # type: ignore[arg-type]
-        self._point_catalog(bench, graph, digest, mapped.source, file_hash, mapped.sink.count)
-        if old_graph is not None:
-            self._pending(old_graph, True)  # unpublished now; marked until it is gone
-            self._drop_graph(old_graph)
-            self._pending(old_graph, False)
-        return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
-
-    def _unchanged(self, bench: str, graph: ox.NamedNode, label: str | None) -> ImportResult:
-        s = self._summary(bench, graph)
-        return ImportResult(
-            benchmark_id=s.benchmark_id,
-            iri=bench,
-            name=s.name,
-            version=s.version,
-            questions=s.questions,
-            triples=int(self._catalog_value(bench, _COUNT) or 0),
-            status="unchanged",
-            source=label,
-        )
-
-    def _point_catalog(
-        self,
-        bench: str,
-        graph: ox.NamedNode,
-        digest: str | None,
-        source: str | None,
-        file_hash: str | None = None,
-        count: int | None = None,
-    ) -> None:
-        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        facts = [f"<{bench}> <{_GRAPH}> {graph}", f"<{bench}> <{_IMPORTED}> {json.dumps(now)}"]
-        if digest is not None:
-            facts.append(f"<{bench}> <{_HASH}> {json.dumps(digest)}")
-        if file_hash is not None:
-            facts.append(f"<{bench}> <{_FILE_HASH}> {json.dumps(file_hash)}")
-        if count is not None:
-            facts.append(f"<{bench}> <{_COUNT}> {count}")
-        if source is not None:
-            facts.append(f"<{bench}> <{_SOURCE}> {json.dumps(source, ensure_ascii=False)}")
-        self._ox.update(
-            f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> ?p ?o }} }} ;\n"
-            f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {' . '.join(facts)} }} }}"
-        )
-
-    def import_paths(self, paths: Iterable[str | Path], *, validate: bool = True) -> ImportReport:
-        """Import every checkpoint and results export found (benchmarks first); a bad file is
-        reported and the others still imported."""
-        from karenina_rdf.results._read import is_sqlite, looks_like_results
-
-        report = ImportReport()
-        files = list(checkpoint_files(paths))
-        results = [f for f in files if f.exists() and looks_like_results(f)]
-        # Benchmarks first: result rows link to the questions they name.
-        for f in [f for f in files if f not in results] + results:
-            if not f.exists():
-                report.errors.append(str(Problem("no such file or folder", str(f))))
-                continue
-            try:
-                if f in results:
-                    report.results.extend(self.import_results_db(f) if is_sqlite(f) else [self.import_results(f)])
-                else:
-                    report.imported.append(self.import_checkpoint(f, validate=validate))
-            except CheckpointError as exc:
-                report.errors.extend(str(p) for p in exc.problems)
-            except KareninaRDFError as exc:
-                report.errors.append(f"{f}: {exc}")
-        return report
-
-    # -- verification results (see _results_store) ----------------------------------------
-    def import_results(
-        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None, validate: bool = False
-    ) -> ResultsImport:
-        """Import a Karenina results export (2.0-2.2) or results database (SQLite) into a run.
-
-        Atomic per run; re-importing rows of a run replaces those with the same identity (run
-        name, question, template, answering model, judge, replicate) and keeps the others.
-        ``benchmark`` says which stored benchmark a question id means when several have it.
-        ``validate`` checks the loaded run against the shapes before publishing it (a Violation
-        refuses it, warnings are returned); off by default, as it costs about one more import
-        (docs/performance.md § Results); ``validate_store`` checks stored runs any time.
-        """
-        from karenina_rdf.results._read import is_sqlite
-        from karenina_rdf.results._runs import import_results
-
-        if is_sqlite(source):
-            found = self.import_results_db(source, benchmark=benchmark, run=run)
-            if len(found) == 1:
-                return found[0]
-            raise InvalidValueError(  # the runs are imported; the caller asked for one result
-                f"{source} holds {len(found)} runs, all imported; use import_results_db to get each one's report"
-            )
-        return import_results(self, source, benchmark=benchmark, run_id=run, validate=validate)
-
-    def import_results_db(
-        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None
-    ) -> list[ResultsImport]:
-        """Import the runs of a Karenina results database (SQLite; ``run`` picks one by id or
-        name), each atomic, as ``import_results`` imports an export."""
-        from karenina_rdf.results._sqlite import import_results_db
-
-        return import_results_db(self, source, benchmark=benchmark, run_id=run)
-
-    def runs(self) -> list[RunSummary]:
-        """The stored verification runs, oldest first."""
-        from karenina_rdf.results._runs import list_runs
-
-        return list_runs(self)
-
-    def export_results(self, run: str, target: str | Path | IO[str], *, format: str = "karenina-json") -> int:
-        """Write a run as a Karenina results export (format 2.2) or CSV; returns the row count."""
-        from karenina_rdf.results._runs import export_run
-
-        return export_run(self, run, target, format)
-
-    def resolve_run(self, run: str) -> str:
-        """The IRI of the stored run with this id or IRI (``NotFoundError`` lists the runs)."""
-        from karenina_rdf.results._runs import resolve_run
-
-        return resolve_run(self, run)[0]
-
-    def delete_run(self, run: str) -> str:
-        """Remove a stored run; returns its IRI."""
-        from karenina_rdf.results._runs import delete_run
-
-        return delete_run(self, run)
-
     # -- export / delete -------------------------------------------------------------------
     def export_checkpoint(self, ref: str) -> dict[str, Any]:
         """The benchmark as a Karenina checkpoint document (canonical form)."""
         bench, graph = self.graph_of(ref)
-        source = self._reader(graph)
+        source = self.reader(graph)
         header = self._header_index(source, bench, graph)
         return benchmark_json(header, bench, list(self._items_json(source, bench, graph)))
 
     def save(self, ref: str, path: str | Path | IO[str]) -> None:
         """Write the benchmark as a checkpoint file, streaming item by item."""
         bench, graph = self.graph_of(ref)
-        source = self._reader(graph)
+        source = self.reader(graph)
         header = benchmark_json(self._header_index(source, bench, graph), bench, [])
         if not isinstance(path, (str, Path)):
             write_json(path, header, self._items_json(source, bench, graph))
@@ -688,7 +384,7 @@ class Store:
             write_json(fh, header, self._items_json(source, bench, graph))
         os.replace(tmp, target)  # never leave a half-written checkpoint behind
 
-    def _reader(self, graph: ox.NamedNode) -> ox.Store:
+    def reader(self, graph: ox.NamedNode) -> ox.Store:
         """Where to read one benchmark from: the store itself, or for a server an in-memory copy
         of the generation graph fetched in one request (the export walks the graph with one
         pattern lookup per node, which over HTTP would be one round trip each)."""
@@ -717,11 +413,7 @@ class Store:
     def delete(self, ref: str) -> BenchmarkSummary:
         bench, graph = self.graph_of(ref)
         summary = self._summary(bench, graph)
-        # Marked while it is being dropped (slowly, in batches): queries must not see it.
-        self._pending(graph, True)
-        self._ox.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> ?p ?o }} }}")
-        self._drop_graph(graph)
-        self._pending(graph, False)
+        self.retire(graph, unpublish=bench)
         return summary
 
     # -- SPARQL ----------------------------------------------------------------------------
@@ -770,7 +462,7 @@ class Store:
             shown: list[ox.NamedNode | ox.BlankNode] = [g for g in self._ox.named_graphs() if g not in hidden]
             default: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [*shown, ox.DefaultGraph()]
             return {"default_graph": default, "named_graphs": shown}
-        live = self._live()
+        live = self.catalog.benchmarks()
         if benchmarks is not None:
             graphs = [live[self.resolve(b)] for b in benchmarks]
             graphs.append(CATALOG_GRAPH)
@@ -782,11 +474,8 @@ class Store:
         """Graphs no query sees: generations of a benchmark that the catalog does not point at
         (being loaded, replaced or dropped) and graphs marked pending. On a server only the
         marked ones: listing its graphs is not cheap, and a server holds other people's data."""
-        marker = (ox.NamedNode(_STORE_NODE), ox.NamedNode(_PENDING))
-        hidden: set[ox.NamedNode | ox.BlankNode] = {
-            cast(ox.NamedNode, q.object) for q in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH)
-        }
-        live = set(self._live().values()) | set(self._runs().values())
+        hidden: set[ox.NamedNode | ox.BlankNode] = set(self.catalog.pending())
+        live = set(self.catalog.benchmarks().values()) | set(self.catalog.runs().values())
         listed = self._ox.named_graphs() if self.remote is None else ()  # cheap embedded only
         hidden.update(g for g in listed if g not in live and self._is_generation(g))
         return hidden - live
@@ -796,70 +485,5 @@ class Store:
         stored benchmarks may no longer match the files they came from, so every content hash is
         forgotten: the next import of a file replaces."""
         self._ox.update(sparql_update, base_iri=base_iri)
-        for bench in self._live():
+        for bench in self.catalog.benchmarks():
             self.mark_edited(bench)
-
-
-class _Chunks:
-    """A text sink that rotates to a new N-Triples file about every ``size`` lines and hands
-    each finished file to ``done``."""
-
-    def __init__(self, folder: Path, size: int, done: Callable[[Path], None]) -> None:
-        self.folder, self.size, self.done = folder, size, done
-        self.paths: list[Path] = []
-        self._fh: IO[str] | None = None
-        self._lines = 0
-
-    def write(self, text: str) -> int:
-        if self._fh is not None and self._lines >= self.size:
-            self.close()
-            self.done(self.paths[-1])
-        if self._fh is None:
-            path = self.folder / f"chunk-{len(self.paths):05d}.nt"
-            self.paths.append(path)
-            self._fh = open(path, "w", encoding="utf-8")  # noqa: SIM115 - closed by close()
-            self._lines = 0
-        self._lines += text.count("\n")  # one line per triple: literals escape their newlines
-        return self._fh.write(text)
-
-    def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
-
-
-class _Loader:
-    """Bulk-loads finished chunk files in a background thread (pyoxigraph releases the GIL),
-    so loading overlaps with mapping on a second core."""
-
-    def __init__(self, store: ox.Store, graph: ox.NamedNode) -> None:
-        self.store, self.graph = store, graph
-        self.submitted: list[Path] = []
-        self._queue: queue.Queue[Path | None] = queue.Queue()
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
-
-    def submit(self, path: Path) -> None:
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="karenina-rdf-loader", daemon=True)
-            self._thread.start()
-        self.submitted.append(path)
-        self._queue.put(path)
-
-    def _run(self) -> None:
-        while (path := self._queue.get()) is not None:
-            if self._error is not None:
-                continue
-            try:
-                # Our own N-Triples (escaped literals, minted IRIs): lenient skips re-validation.
-                self.store.bulk_load(path=str(path), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph, lenient=True)
-            except BaseException as exc:  # handed to the importing thread by finish()
-                self._error = exc
-
-    def finish(self, raise_errors: bool = True) -> None:
-        if self._thread is not None:
-            self._queue.put(None)
-            self._thread.join()
-            self._thread = None
-        if raise_errors and self._error is not None:
-            raise self._error

@@ -20,6 +20,7 @@ import binascii
 import json
 import re
 import sys
+import weakref
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
@@ -30,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf.rdf._ids import md5_hex, owning_question, template_id, unsegment
 from karenina_rdf.rdf._vocab import KARENINA, PREFIXES, SCHEMA, sparql_prefixes
+from karenina_rdf.store._store import GraphStore
 
 from ._shapes import Severity, ValidationResult
 
@@ -435,6 +437,18 @@ def _template_problems(code: str) -> tuple[tuple[Check, str], ...]:
             ),
         )
     return ()
+
+
+_caches: weakref.WeakKeyDictionary[object, TemplateCache] = weakref.WeakKeyDictionary()
+
+
+def template_cache(store: GraphStore) -> TemplateCache:
+    """The template cache of ``store``: in its folder's ``cache/`` for an on-disk store, in
+    memory for the others; one per store object, for as long as it lives."""
+    cache = _caches.get(store)
+    if cache is None:
+        cache = _caches[store] = TemplateCache(store.path / "cache" if store.path is not None else None)
+    return cache
 
 
 class TemplateCache:

@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     import rdflib
 
-    from karenina_rdf.store._store import Store
+    from karenina_rdf.store._store import GraphStore
 
 SHAPES_DIR = Path(__file__).resolve().parent / "shapes"  # the top-level shapes/ (a symlink in the source tree)
 SH = "http://www.w3.org/ns/shacl#"
@@ -84,7 +84,7 @@ def shapes_graph(files: Iterable[str] | None = None) -> rdflib.Graph:
     return g
 
 
-def store_graph_to_rdflib(store: Store, graph_iri: str | ox.NamedNode) -> rdflib.Graph:
+def store_graph_to_rdflib(store: GraphStore, graph_iri: str | ox.NamedNode) -> rdflib.Graph:
     """Copy one named graph of the store into an rdflib graph (through N-Triples)."""
     import rdflib
 

@@ -12,7 +12,6 @@ graph. Its findings point into the run's results export (``/results/{index}/…`
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import json
 import os
@@ -28,8 +27,11 @@ from karenina_rdf.checkpoint._map import map_checkpoint, read_file
 from karenina_rdf.rdf._graph import solutions, term_value
 from karenina_rdf.rdf._ids import owning_question, unsegment
 from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH, PREFIXES, SCHEMA, VOCABULARY_GRAPH
-from karenina_rdf.store._store import Store
+from karenina_rdf.results._runs import ordered_results, resolve_run
+from karenina_rdf.store._catalog import SOURCE
+from karenina_rdf.store._store import GraphStore
 
+from ._checks import run_checks, run_result_checks, template_cache
 from ._shapes import (
     SH,
     SHAPES_DIR,
@@ -232,10 +234,10 @@ def validate(
     pointers: dict[str, str] = {}
     try:
         doc = source if isinstance(source, dict) else read_file(source)
-        store = Store.memory(base_iri=base_iri)
+        store = GraphStore.memory(base_iri=base_iri)
         mapped = map_checkpoint(doc, base_iri=store.base_iri, source=label, pointers=pointers)
     except CheckpointError as exc:
-        return BenchmarkReport(source=label, benchmark=None, findings=[_load_finding(p) for p in exc.problems])
+        return BenchmarkReport(source=label, benchmark=None, findings=[load_finding(p) for p in exc.problems])
     graph = ox.NamedNode(mapped.iri + "/graph/validation")
     text = "".join(f"{s} {p} {o} .\n" for s, p, o in mapped.triples)
     store.oxigraph.load(input=text.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
@@ -243,53 +245,12 @@ def validate(
     return BenchmarkReport(source=label, benchmark=mapped.name, findings=findings)
 
 
-def validate_results_files(
-    paths: Sequence[str | Path],
-    checkpoints: Sequence[str | Path] = (),
-    *,
-    engine: Engine = "auto",
-    base_iri: str | None = None,
-) -> list[BenchmarkReport]:
-    """Validate results exports without storing them: each is imported into an in-memory store
-    that also holds ``checkpoints`` (the benchmarks its rows link to, imported unvalidated: they
-    have reports of their own), as a run of its own named by the file, and validated as a run."""
-    store = Store.memory(base_iri=base_iri)
-    try:
-        for c in checkpoints:
-            # A checkpoint that does not load is reported by its own validation; the results then
-            # link to no question of it.
-            with contextlib.suppress(CheckpointError):
-                store.import_checkpoint(c, validate=False)
-        reports = []
-        for path in paths:
-            label = str(path)
-            with open(path, "rb") as fh:
-                database = fh.read(16) == b"SQLite format 3\x00"
-            if database:
-                problem = Problem("a results database: import it and validate the store (validate --stored)", label)
-                reports.append(BenchmarkReport(source=label, benchmark=None, findings=[_load_finding(problem)]))
-                continue
-            try:
-                imported = store.import_results(path, run=label)
-            except CheckpointError as exc:
-                findings = [_load_finding(p) for p in exc.problems]
-                reports.append(BenchmarkReport(source=label, benchmark=None, findings=findings))
-                continue
-            report = validate_run(store, imported.iri, engine=engine)
-            reports.append(report.model_copy(update={"source": label}))
-        return reports
-    finally:
-        store.close()
-
-
-def validate_store(store: Store, ref: str | None = None, *, engine: Engine = "auto") -> list[BenchmarkReport]:
+def validate_store(store: GraphStore, ref: str | None = None, *, engine: Engine = "auto") -> list[BenchmarkReport]:
     """Validate what is stored, one report each: every benchmark, then every verification run;
     or the one benchmark or run that ``ref`` (an id, IRI or benchmark name) names."""
-    from karenina_rdf.results._runs import resolve_run
-
     if ref is None:
         benches = [b.iri for b in store.benchmarks()]
-        runs = sorted(store._runs())
+        runs = sorted(store.catalog.runs())
     else:
         try:
             benches, runs = [store.resolve(ref)], []
@@ -308,21 +269,19 @@ def validate_store(store: Store, ref: str | None = None, *, engine: Engine = "au
     return reports
 
 
-def validate_run(store: Store, ref: str, *, engine: Engine = "auto") -> BenchmarkReport:
+def validate_run(store: GraphStore, ref: str, *, engine: Engine = "auto") -> BenchmarkReport:
     """Validate one stored verification run (by id or IRI): the shapes of runs and the run checks."""
-    from karenina_rdf.results._runs import resolve_run
-
     run, graph = resolve_run(store, ref)
     findings = findings_in_run(store, run, graph, engine=engine)
     return BenchmarkReport(
-        source=store._catalog_value(run, KARENINA + "importedFrom"),
+        source=store.catalog.value(run, SOURCE),
         benchmark=None,
         run=_run_id(store, run, graph),
         findings=findings,
     )
 
 
-def findings_in_run(store: Store, run: str, graph: ox.NamedNode, *, engine: Engine = "auto") -> list[Finding]:
+def findings_in_run(store: GraphStore, run: str, graph: ox.NamedNode, *, engine: Engine = "auto") -> list[Finding]:
     """Every finding for one verification run graph, published or not (the importer can call it
     on the generation it has just loaded, before publishing it).
 
@@ -335,8 +294,6 @@ def findings_in_run(store: Store, run: str, graph: ox.NamedNode, *, engine: Engi
     mapper's ``model_lines``); without the taxonomy this raises :class:`StoreError` rather than
     report every failure category as unknown, without the models each result reports its models."""
     dataset = run_dataset(store, run, graph)
-    from ._checks import run_result_checks
-
     results = _run_shacl_results(store, dataset, engine) + run_result_checks(store.oxigraph, dataset)
     return _locate_in_run(store, run, graph, results)
 
@@ -344,7 +301,7 @@ def findings_in_run(store: Store, run: str, graph: ox.NamedNode, *, engine: Engi
 _HAS_TAXONOMY = f"ASK {{ GRAPH {VOCABULARY_GRAPH} {{ <{KARENINA}failure> a <{PREFIXES['skos']}ConceptScheme> }} }}"
 
 
-def run_dataset(store: Store, run: str, graph: ox.NamedNode) -> list[ox.NamedNode]:
+def run_dataset(store: GraphStore, run: str, graph: ox.NamedNode) -> list[ox.NamedNode]:
     """The graphs a run is read with: its own graph first, the live graphs of the benchmarks it
     used (``prov:used``; a benchmark deleted since is left out, and its links then warn), the
     vocabulary graph (failure concepts) and the models graph (the models of every run)."""
@@ -353,7 +310,7 @@ def run_dataset(store: Store, run: str, graph: ox.NamedNode) -> list[ox.NamedNod
             f"the failure taxonomy is not in the store (graph {VOCABULARY_GRAPH.value}): "
             "insert it before validating a run"
         )
-    live = store._live()
+    live = store.catalog.benchmarks()
     used = store.oxigraph.quads_for_pattern(ox.NamedNode(run), ox.NamedNode(PREFIXES["prov"] + "used"), None, graph)
     names = {term_value(q.object) for q in used}
     benches = sorted((live[b] for b in names if b in live), key=lambda g: g.value)
@@ -372,7 +329,7 @@ def _run_roots() -> list[Shape]:
     return parse_shapes(shapes)
 
 
-def _run_shacl_results(store: Store, dataset: list[ox.NamedNode], engine: Engine) -> list[ValidationResult]:
+def _run_shacl_results(store: GraphStore, dataset: list[ox.NamedNode], engine: Engine) -> list[ValidationResult]:
     if engine != "pyshacl":
         try:
             from ._shacl import _validate
@@ -394,7 +351,7 @@ def _run_shacl_results(store: Store, dataset: list[ox.NamedNode], engine: Engine
     return list(validate_graph_pyshacl(data, shapes_graph(RUN_SHAPE_FILES)).results)
 
 
-def _run_id(store: Store, run: str, graph: ox.NamedNode) -> str:
+def _run_id(store: GraphStore, run: str, graph: ox.NamedNode) -> str:
     for q in store.oxigraph.quads_for_pattern(ox.NamedNode(run), ox.NamedNode(SCHEMA + "identifier"), None, graph):
         return term_value(q.object)
     return unsegment(run.rsplit("/", 1)[-1])
@@ -415,11 +372,9 @@ def _pointer_segment(text: str) -> str:
     return text.replace("~", "~0").replace("/", "~1")
 
 
-def _locate_in_run(store: Store, run: str, graph: ox.NamedNode, results: list[ValidationResult]) -> list[Finding]:
+def _locate_in_run(store: GraphStore, run: str, graph: ox.NamedNode, results: list[ValidationResult]) -> list[Finding]:
     """Findings located in the run's export: the result a focus node belongs to (its index in
     export order, its question) and the JSON pointer of the part it came from."""
-    from karenina_rdf.results._runs import ordered_results
-
     prefix = run + "/results/"
     owners = {r.focus_node: prefix + r.focus_node[len(prefix) :].split("/", 1)[0] for r in results}
     owners = {focus: owner for focus, owner in owners.items() if focus.startswith(prefix)}
@@ -459,7 +414,7 @@ def _locate_in_run(store: Store, run: str, graph: ox.NamedNode, results: list[Va
 
 
 def findings_in_graph(
-    store: Store,
+    store: GraphStore,
     graph: ox.NamedNode,
     bench: str,
     name: str,
@@ -474,7 +429,7 @@ def findings_in_graph(
 
 
 def _findings(
-    store: Store,
+    store: GraphStore,
     graph: ox.NamedNode,
     bench: str,
     name: str,
@@ -500,7 +455,7 @@ def _findings(
     return sorted(out, key=lambda f: (order[f.severity], f.pointer or "", f.focus_node or "", f.message))
 
 
-def _shacl_results(store: Store, graph: ox.NamedNode, engine: Engine) -> list[ValidationResult]:
+def _shacl_results(store: GraphStore, graph: ox.NamedNode, engine: Engine) -> list[ValidationResult]:
     if engine != "pyshacl":
         try:
             from ._shacl import validate_store_graph
@@ -513,16 +468,14 @@ def _shacl_results(store: Store, graph: ox.NamedNode, engine: Engine) -> list[Va
 
 
 def _check_results(
-    store: Store, graph: ox.NamedNode, template_results: list[ValidationResult] | None
+    store: GraphStore, graph: ox.NamedNode, template_results: list[ValidationResult] | None
 ) -> list[ValidationResult]:
-    from ._checks import run_checks
-
     if template_results is None:
-        return list(run_checks(store.oxigraph, [graph], cache=store.template_cache))
+        return list(run_checks(store.oxigraph, [graph], cache=template_cache(store)))
     return list(run_checks(store.oxigraph, [graph], traits_only=True)) + template_results
 
 
-def _question_texts(store: Store, graph: ox.NamedNode, questions: set[str]) -> dict[str, str]:
+def _question_texts(store: GraphStore, graph: ox.NamedNode, questions: set[str]) -> dict[str, str]:
     """The text of the questions that have findings (only those: texts are long to read back),
     in one query (on a server, one request)."""
     if not questions:
@@ -539,7 +492,7 @@ def _question_of(bench: str, focus: str) -> tuple[str | None, str | None]:
     return owning_question(bench, focus) or (None, None)
 
 
-def _load_finding(p: Problem) -> Finding:
+def load_finding(p: Problem) -> Finding:
     return Finding(
         severity="Violation",
         message=p.message + (f" (line {p.line})" if p.line is not None else ""),

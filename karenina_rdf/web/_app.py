@@ -29,11 +29,11 @@ from pydantic import BaseModel, ConfigDict, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, KareninaRDFError, NotFoundError, StoreError
+from karenina_rdf._store import Store
 from karenina_rdf.checkpoint._map import read_json
 from karenina_rdf.rdf._vocab import PREFIXES
 from karenina_rdf.sparql._named import named_queries, serialize_graph
 from karenina_rdf.sparql._text import dataset_clauses
-from karenina_rdf.store._store import Store
 from karenina_rdf.web.pages._routes import Pages
 
 from ._linked import Located, Site, alternates

@@ -16,9 +16,10 @@ from urllib.parse import urlsplit
 
 import pyoxigraph as ox
 
+from karenina_rdf._store import Store
 from karenina_rdf.rdf._graph import solutions, term_value
 from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, SCHEMA
-from karenina_rdf.store._store import Store
+from karenina_rdf.store._catalog import TRIPLE_COUNT
 
 from ._protocol import GRAPHS, MEDIA_TYPES, RESULTS, SUFFIXES
 
@@ -106,8 +107,8 @@ class Site:
         """The stored resource ``iri`` names: a benchmark or a node of one, a verification run or
         a node of one (results and their parts), a model, or one of their live graphs; with the
         format a suffix asks for."""
-        live = self.store._live()
-        runs = self.store._runs() if iri.startswith(self.base + "runs/") else {}
+        live = self.store.catalog.benchmarks()
+        runs = self.store.catalog.runs() if iri.startswith(self.base + "runs/") else {}
         for name, fmt in [(iri, None), *((iri[: -len(s)], f) for s, f in SUFFIXES.items() if iri.endswith(s))]:
             found = self._in_benchmark(name, fmt, live) or self._in_run(name, fmt, runs) or self._model(name, fmt)
             if found is not None:
@@ -147,7 +148,7 @@ class Site:
         graph, which describes it too."""
         if not name.startswith(self.base + "models/"):
             return None
-        runs = {g.value: g for g in self.store._runs().values()}
+        runs = {g.value: g for g in self.store.catalog.runs().values()}
         found = self.store.oxigraph.quads_for_pattern(ox.NamedNode(name), ox.NamedNode(RDF_TYPE), None, None)
         held = {term_value(q.graph_name) for q in found if not isinstance(q.graph_name, ox.DefaultGraph)}
         graphs = [MODELS_GRAPH] if MODELS_GRAPH.value in held else []
@@ -234,7 +235,7 @@ class Site:
         t.add(dataset, SD + "defaultGraph", default)
         t.add(default, RDF_TYPE, ox.NamedNode(SD + "Graph"))
         total = 0
-        for bench, graph in sorted(self.store._live().items()):
+        for bench, graph in sorted(self.store.catalog.benchmarks().items()):
             count = self._triple_count(bench)
             total += count
             named, desc = ox.BlankNode(), ox.BlankNode()
@@ -249,7 +250,7 @@ class Site:
         return t.triples
 
     def _triple_count(self, bench: str) -> int:
-        value = self.store._catalog_value(bench, KARENINA + "tripleCount")
+        value = self.store.catalog.value(bench, TRIPLE_COUNT)
         try:
             return int(value) if value is not None else 0
         except ValueError:  # an update may have written anything there
@@ -268,7 +269,7 @@ class Site:
             t.add(root, VOID + "vocabulary", ox.NamedNode(vocab))
         total = 0
         classes = self._class_counts()
-        for bench, graph in sorted(self.store._live().items()):
+        for bench, graph in sorted(self.store.catalog.benchmarks().items()):
             node = ox.NamedNode(bench)
             count = self._triple_count(bench)
             total += count
@@ -295,7 +296,7 @@ class Site:
         return t.triples
 
     def _class_counts(self) -> dict[str, dict[str, int]]:
-        graphs: list[ox.NamedNode | ox.BlankNode] = list(self.store._live().values())
+        graphs: list[ox.NamedNode | ox.BlankNode] = list(self.store.catalog.benchmarks().values())
         if not graphs:
             return {}
         rows = self.store.oxigraph.query(

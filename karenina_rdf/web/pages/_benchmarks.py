@@ -16,13 +16,14 @@ from typing import Any
 import pyoxigraph as ox
 
 from karenina_rdf._errors import QuestionNotFoundError
+from karenina_rdf._store import Store
 from karenina_rdf.authoring._benchmark import Benchmark, BenchmarkInfo, benchmark_info
 from karenina_rdf.authoring._question import Question
 from karenina_rdf.checkpoint._export import benchmark_json
 from karenina_rdf.rdf._graph import DATA_FEED_ELEMENT, node_index, solutions, term_value
 from karenina_rdf.rdf._ids import item_iri
-from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA, PREFIXES, SCHEMA
-from karenina_rdf.store._store import Store
+from karenina_rdf.rdf._vocab import PREFIXES, SCHEMA
+from karenina_rdf.store._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT
 
 PAGE_SIZE = 100
 _KEYWORD_SEPARATOR = "\x1f"  # GROUP_CONCAT separator no keyword contains in practice
@@ -206,15 +207,12 @@ def benchmark_header(store: Store, bench: str, graph: ox.NamedNode, questions: i
     identifier = root.get(SCHEMA + "identifier")
     benchmark_id = term_value(identifier[0]) if identifier else bench
     info = benchmark_info(header, benchmark_id=benchmark_id, iri=bench, question_count=questions)
-    catalog = {
-        q.predicate.value: term_value(q.object)
-        for q in store.oxigraph.quads_for_pattern(ox.NamedNode(bench), None, None, CATALOG_GRAPH)
-    }
-    triples = catalog.get(KARENINA + "tripleCount")
+    catalog = store.catalog.facts(bench)
+    triples = catalog.get(TRIPLE_COUNT)
     return BenchmarkHeader(
         info=info,
-        imported_at=catalog.get(KARENINA + "importedAt"),
-        source=catalog.get(KARENINA + "importedFrom"),
+        imported_at=catalog.get(IMPORTED_AT),
+        source=catalog.get(SOURCE),
         triples=int(triples) if triples is not None else None,
     )
 

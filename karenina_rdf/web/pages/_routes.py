@@ -236,7 +236,7 @@ class Pages:
     # -- index -----------------------------------------------------------------------------
     async def index(self, request: Request) -> Response:
         ep = self.endpoint
-        rows, runs = await self._run(lambda: (benchmark_rows(ep.store, ep.dataset()), len(ep.store._runs())))
+        rows, runs = await self._run(lambda: (benchmark_rows(ep.store, ep.dataset()), len(ep.store.catalog.runs())))
         void = [{"type": "text/turtle", "href": "/.well-known/void", "label": "VoID (Turtle)", "format": "turtle"}]
         return self._render("index.html", nav="benchmarks", title="Benchmarks", rows=rows, runs=runs, alternates=void)
 

@@ -22,12 +22,13 @@ from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
+from karenina_rdf._store import Store
 from karenina_rdf.rdf._graph import node_index, solutions, term_value
 from karenina_rdf.rdf._ids import unsegment
 from karenina_rdf.rdf._terms import to_python
-from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, PREFIXES, SCHEMA, XSD
+from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH, PREFIXES, SCHEMA, XSD
 from karenina_rdf.results._model import EARL, PROV, RDFS
-from karenina_rdf.store._store import Store
+from karenina_rdf.store._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT
 
 T = TypeVar("T")
 # memo(name, graph, job): job's value, possibly remembered for this generation of a run graph
@@ -294,8 +295,8 @@ def run_row(store: Store, run: str, graph: ox.NamedNode, memo: Memo = _no_memo) 
         run_id=_first(preds, SCHEMA + "identifier") or unsegment(run.rsplit("/", 1)[-1]),
         started=_first(preds, PROV + "startedAtTime"),
         ended=_first(preds, PROV + "endedAtTime"),
-        source=store._catalog_value(run, KARENINA + "importedFrom"),
-        imported_at=store._catalog_value(run, KARENINA + "importedAt"),
+        source=store.catalog.value(run, SOURCE),
+        imported_at=store.catalog.value(run, IMPORTED_AT),
         total=total,
         answering=answering,
         judges=judges,
@@ -324,7 +325,7 @@ def _counted(store: Store, graph: ox.NamedNode, memo: Memo) -> tuple[Tally, list
 
 def run_rows(store: Store, memo: Memo = _no_memo) -> list[RunRow]:
     """Every stored run, newest first: its tallies, else one query of single-pattern counts."""
-    rows = [run_row(store, run, graph, memo) for run, graph in store._runs().items()]
+    rows = [run_row(store, run, graph, memo) for run, graph in store.catalog.runs().items()]
     return sorted(rows, key=lambda r: (r.started or "", r.run_id), reverse=True)
 
 
@@ -478,7 +479,9 @@ def run_view(store: Store, run: str, graph: ox.NamedNode, memo: Memo = _no_memo)
     }
     benchmarks = []
     for b in preds.get(PROV + "used", []):
-        names = store.oxigraph.quads_for_pattern(b, ox.NamedNode(SCHEMA + "name"), None, store._live().get(b.value))
+        names = store.oxigraph.quads_for_pattern(
+            b, ox.NamedNode(SCHEMA + "name"), None, store.catalog.benchmarks().get(b.value)
+        )
         benchmarks.append((b.value, next((term_value(q.object) for q in names), b.value)))
     imports = []
     for node in preds.get(KARENINA + "import", []):
@@ -494,11 +497,8 @@ def run_view(store: Store, run: str, graph: ox.NamedNode, memo: Memo = _no_memo)
                 format_version=own.get(KARENINA + "formatVersion"),
             )
         )
-    catalog = {
-        q.predicate.value: term_value(q.object)
-        for q in ox_store.quads_for_pattern(ox.NamedNode(run), None, None, CATALOG_GRAPH)
-    }
-    triples = catalog.get(KARENINA + "tripleCount")
+    catalog = store.catalog.facts(run)
+    triples = catalog.get(TRIPLE_COUNT)
     return RunView(
         row=run_row(store, run, graph, memo),
         facts=facts,
@@ -642,7 +642,7 @@ def _pages(total: int, page: int, size: int) -> tuple[int, int]:
 def _question_texts(store: Store, rows: list[CompareRow]) -> None:
     """The stored question's text where there is one (else what a result recorded stays)."""
     linked = [r for r in rows if r.question is not None]
-    live = list(store._live().values())
+    live = list(store.catalog.benchmarks().values())
     if not (linked and live):
         return
     values = " ".join(str(ox.NamedNode(r.question or "")) for r in linked)
@@ -659,7 +659,7 @@ QUESTION_RESULTS = 500  # a question page lists at most this many results
 def question_results(store: Store, question: str) -> tuple[list[ResultRow], bool]:
     """Every stored result that tests this question (``earl:test``), in every run; and whether
     there were more than :data:`QUESTION_RESULTS`."""
-    runs = store._runs()
+    runs = store.catalog.runs()
     if not runs:
         return [], False
     graphs: list[ox.NamedNode | ox.BlankNode] = list(runs.values())
@@ -702,7 +702,7 @@ def model_runs(store: Store, model: str, memo: Memo = _no_memo) -> list[ModelRun
     """Each run in which the model answered or judged, with those results' counts: from the
     run's tallies, else counted from the results that name it."""
     out = []
-    for run, graph in store._runs().items():
+    for run, graph in store.catalog.runs().items():
         groups = memo("tallies", graph, partial(tallied, store, graph))
         if groups is not None:
             answering, judging = groups.by_model.get(model, Tally()), groups.by_judge.get(model, Tally())

@@ -1,0 +1,339 @@
+"""The import pipeline: read → map → load → validate → publish, above the store and validation.
+
+A checkpoint is read (``checkpoint``), mapped with Karenina's load rules into N-Triples that
+stream into a fresh, unpublished generation graph (``store``: :meth:`GraphStore.generation`),
+checked there against the shapes and the Python checks (``validation``), and published by one
+catalog update. A results export or database goes the same way through ``results``, which asks
+back through a callback for the check of the loaded run. A refused or failed import leaves the
+store as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+from pydantic import BaseModel, ConfigDict
+
+from karenina_rdf._errors import CheckpointError, InvalidValueError, KareninaRDFError, Problem, StoreError
+from karenina_rdf.checkpoint._map import MappedBenchmark, identity, map_checkpoint, read_bytes, read_json
+from karenina_rdf.results._read import is_sqlite, looks_like_results
+from karenina_rdf.results._runs import ResultsImport, RunCheck
+from karenina_rdf.results._runs import import_results as _import_results_file
+from karenina_rdf.results._sqlite import import_results_db as _import_results_db
+from karenina_rdf.store._catalog import CONTENT_HASH, FILE_HASH, GRAPH, IMPORTED_AT, SOURCE, TRIPLE_COUNT
+from karenina_rdf.store._store import Generation, GraphStore
+from karenina_rdf.validation._checks import Readiness, readiness, template_cache, template_results
+from karenina_rdf.validation._shapes import ValidationResult
+from karenina_rdf.validation._validate import (
+    BenchmarkReport,
+    Engine,
+    findings_in_graph,
+    findings_in_run,
+    load_finding,
+    validate_run,
+)
+
+
+class ImportResult(BaseModel):
+    """What one import did."""
+
+    model_config = ConfigDict(frozen=True)
+
+    benchmark_id: str
+    iri: str
+    name: str
+    version: str | None
+    questions: int
+    triples: int
+    status: str  # "imported", "replaced" or "unchanged"
+    source: str | None = None
+    warnings: tuple[str, ...] = ()
+    # Which evaluation modes the questions are ready for (a validating import says so).
+    readiness: Readiness | None = None
+
+
+class ImportReport(BaseModel):
+    """The outcome of importing several files: what was stored and what was refused."""
+
+    imported: list[ImportResult] = []
+    results: list[ResultsImport] = []
+    errors: list[str] = []
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def checkpoint_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Files named, and ``*.jsonld``/``*.json`` files found under folders named, in sorted order."""
+    out: list[Path] = []
+    for raw in paths:
+        p = Path(raw)
+        if p.is_dir():
+            out.extend(sorted(f for f in p.rglob("*") if f.suffix in (".jsonld", ".json") and f.is_file()))
+        else:
+            out.append(p)
+    return out
+
+
+# -- checkpoints ---------------------------------------------------------------------------
+def import_checkpoint(
+    store: GraphStore, source: str | Path | dict[str, Any], *, name: str | None = None, validate: bool = True
+) -> ImportResult:
+    """Import one checkpoint (a file or a parsed document); atomic: on error nothing changes.
+
+    Importing a benchmark already stored (same id) replaces it; the same content is a no-op.
+    With ``validate`` (the default) the loaded graph is checked against the shapes and checks
+    before it is published: a Violation refuses the benchmark (``CheckpointError``), Warnings
+    are returned, and so is which evaluation modes the questions are ready for.
+    """
+    file_hash = None
+    if isinstance(source, dict):
+        doc, label = source, name
+    else:
+        # A file name that is not UTF-8 (surrogate escapes on Linux) is kept readable, not fatal.
+        label = (name or str(source)).encode("utf-8", "backslashreplace").decode("utf-8")
+        data = read_bytes(source)
+        file_hash = hashlib.sha256(data).hexdigest()
+        doc = read_json(data, label)
+        del data
+    _, bench, _ = identity(doc, store.base_iri)
+    old_graph = store.catalog.benchmarks().get(bench) if bench else None
+    if old_graph is not None and file_hash is not None and store.catalog.value(bench, FILE_HASH) == file_hash:
+        return _unchanged(store, bench, old_graph, label)
+    # A fresh generation graph, unreferenced until the catalog points at it: the sink loads on
+    # a second thread while the rest is still being mapped.
+    with store.generation(bench or "urn:x") as gen:
+        return _import_into(store, gen, doc, label, old_graph, file_hash, validate)
+
+
+def _import_into(
+    store: GraphStore,
+    gen: Generation,
+    doc: Any,
+    label: str | None,
+    old_graph: ox.NamedNode | None,
+    file_hash: str | None,
+    validate: bool,
+) -> ImportResult:
+    pointers: dict[str, str] | None = {} if validate else None
+    templates: list[tuple[str, str]] | None = [] if validate else None
+    try:
+        mapped = map_checkpoint(
+            doc, base_iri=store.base_iri, source=label, stream=gen.sink, pointers=pointers, templates=templates
+        )
+    finally:
+        del doc  # the parsed JSON is the largest object of a big import
+    code: list[ValidationResult] = []
+
+    def check_code() -> None:
+        # Runs while the loader thread is still loading: parsing templates is the Python half
+        # of validation, and the loader's half needs no GIL.
+        if templates is not None:
+            code.extend(template_results(templates, template_cache(store)))
+            templates.clear()
+
+    try:
+        gen.sink.finish(while_loading=check_code)
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise StoreError(f"loading {mapped.source or mapped.iri} failed, store unchanged: {exc}") from None
+    modes = None
+    if pointers is not None:
+        _refuse_violations(store, mapped, gen.graph, pointers, code)
+        modes = readiness(store.oxigraph, gen.graph, mapped.iri)
+    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes)
+
+
+def _refuse_violations(
+    store: GraphStore,
+    mapped: MappedBenchmark,
+    graph: ox.NamedNode,
+    pointers: dict[str, str],
+    code: list[ValidationResult],
+) -> None:
+    findings = findings_in_graph(store, graph, mapped.iri, mapped.name, pointers, code)
+    violations = [f for f in findings if f.severity == "Violation"]
+    if violations:
+        raise CheckpointError([Problem(f.message, mapped.source, f.pointer, f.question_id) for f in violations])
+    # The shapes re-find what the mapper warned about, so their wording replaces the mapper's.
+    mapped.warnings = [
+        Problem(f.message, mapped.source, f.pointer, f.question_id) for f in findings if f.severity == "Warning"
+    ]
+
+
+def _publish(
+    store: GraphStore,
+    mapped: MappedBenchmark,
+    graph: ox.NamedNode,
+    old_graph: ox.NamedNode | None,
+    file_hash: str | None,
+    modes: Readiness | None = None,
+) -> ImportResult:
+    bench = mapped.iri
+    digest = mapped.content_hash()
+    result = dict(
+        benchmark_id=mapped.benchmark_id,
+        iri=bench,
+        name=mapped.name,
+        version=mapped.version,
+        questions=len(mapped.question_ids),
+        triples=mapped.sink.count,
+        source=mapped.source,
+        warnings=tuple(str(w) for w in mapped.warnings),
+        readiness=modes,
+    )
+    if old_graph is not None and store.catalog.value(bench, CONTENT_HASH) == digest:
+        store.drop_graph(graph)  # same triples from different bytes: keep what is stored
+        return ImportResult(status="unchanged", **result)  # type: ignore[arg-type]
+    facts = [(GRAPH, str(graph)), (IMPORTED_AT, _quoted(_now())), (CONTENT_HASH, _quoted(digest))]
+    if file_hash is not None:
+        facts.append((FILE_HASH, _quoted(file_hash)))
+    facts.append((TRIPLE_COUNT, str(mapped.sink.count)))
+    if mapped.source is not None:
+        facts.append((SOURCE, _quoted(mapped.source)))
+    store.catalog.publish(bench, facts)
+    if old_graph is not None:
+        store.retire(old_graph)  # unpublished now; marked until it is gone
+    return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
+
+
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+
+
+def _quoted(text: str) -> str:
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _unchanged(store: GraphStore, bench: str, graph: ox.NamedNode, label: str | None) -> ImportResult:
+    s = store.summary(bench)
+    return ImportResult(
+        benchmark_id=s.benchmark_id,
+        iri=bench,
+        name=s.name,
+        version=s.version,
+        questions=s.questions,
+        triples=int(store.catalog.value(bench, TRIPLE_COUNT) or 0),
+        status="unchanged",
+        source=label,
+    )
+
+
+# -- results -------------------------------------------------------------------------------
+def _check_run(store: GraphStore) -> RunCheck:
+    """The check ``results`` runs on a loaded, unpublished run: validation's findings, split
+    into the violations that refuse it and the warnings it is imported with."""
+
+    def check(run: str, graph: ox.NamedNode) -> tuple[list[Problem], list[Problem]]:
+        findings = findings_in_run(store, run, graph)
+        violations = [Problem(f.message, None, f.pointer, f.question_id) for f in findings if f.severity == "Violation"]
+        warnings = [Problem(f.message, None, f.pointer, f.question_id) for f in findings if f.severity != "Violation"]
+        return violations, warnings
+
+    return check
+
+
+def import_results(
+    store: GraphStore,
+    source: str | Path,
+    *,
+    benchmark: str | None = None,
+    run: str | None = None,
+    validate: bool = False,
+) -> ResultsImport:
+    """Import a Karenina results export (2.0-2.2) or results database (SQLite) into a run.
+
+    Atomic per run; re-importing rows of a run replaces those with the same identity (run
+    name, question, template, answering model, judge, replicate) and keeps the others.
+    ``benchmark`` says which stored benchmark a question id means when several have it.
+    ``validate`` checks the loaded run against the shapes before publishing it (a Violation
+    refuses it, warnings are returned); off by default, as it costs about one more import
+    (docs/performance.md § Results); ``validate_store`` checks stored runs any time.
+    """
+    if is_sqlite(source):
+        found = import_results_db(store, source, benchmark=benchmark, run=run)
+        if len(found) == 1:
+            return found[0]
+        raise InvalidValueError(  # the runs are imported; the caller asked for one result
+            f"{source} holds {len(found)} runs, all imported; use import_results_db to get each one's report"
+        )
+    check = _check_run(store) if validate else None
+    return _import_results_file(store, source, benchmark=benchmark, run_id=run, check=check)
+
+
+def import_results_db(
+    store: GraphStore, source: str | Path, *, benchmark: str | None = None, run: str | None = None
+) -> list[ResultsImport]:
+    """Import the runs of a Karenina results database (SQLite; ``run`` picks one by id or
+    name), each atomic, as ``import_results`` imports an export."""
+    return _import_results_db(store, source, benchmark=benchmark, run_id=run)
+
+
+# -- several files -------------------------------------------------------------------------
+def import_paths(store: GraphStore, paths: Iterable[str | Path], *, validate: bool = True) -> ImportReport:
+    """Import every checkpoint and results export found (benchmarks first); a bad file is
+    reported and the others still imported."""
+    report = ImportReport()
+    files = checkpoint_files(paths)
+    results = [f for f in files if f.exists() and looks_like_results(f)]
+    # Benchmarks first: result rows link to the questions they name.
+    for f in [f for f in files if f not in results] + results:
+        if not f.exists():
+            report.errors.append(str(Problem("no such file or folder", str(f))))
+            continue
+        try:
+            if f in results:
+                report.results.extend(import_results_db(store, f) if is_sqlite(f) else [import_results(store, f)])
+            else:
+                report.imported.append(import_checkpoint(store, f, validate=validate))
+        except CheckpointError as exc:
+            report.errors.extend(str(p) for p in exc.problems)
+        except KareninaRDFError as exc:
+            report.errors.append(f"{f}: {exc}")
+    return report
+
+
+def validate_results_files(
+    paths: Sequence[str | Path],
+    checkpoints: Sequence[str | Path] = (),
+    *,
+    engine: Engine = "auto",
+    base_iri: str | None = None,
+) -> list[BenchmarkReport]:
+    """Validate results exports without storing them: each is imported into an in-memory store
+    that also holds ``checkpoints`` (the benchmarks its rows link to, imported unvalidated: they
+    have reports of their own), as a run of its own named by the file, and validated as a run."""
+    store = GraphStore.memory(base_iri=base_iri)
+    try:
+        for c in checkpoints:
+            # A checkpoint that does not load is reported by its own validation; the results then
+            # link to no question of it.
+            with contextlib.suppress(CheckpointError):
+                import_checkpoint(store, c, validate=False)
+        reports = []
+        for path in paths:
+            label = str(path)
+            with open(path, "rb") as fh:
+                database = fh.read(16) == b"SQLite format 3\x00"
+            if database:
+                problem = Problem("a results database: import it and validate the store (validate --stored)", label)
+                reports.append(BenchmarkReport(source=label, benchmark=None, findings=[load_finding(problem)]))
+                continue
+            try:
+                imported = import_results(store, path, run=label)
+            except CheckpointError as exc:
+                findings = [load_finding(p) for p in exc.problems]
+                reports.append(BenchmarkReport(source=label, benchmark=None, findings=findings))
+                continue
+            report = validate_run(store, imported.iri, engine=engine)
+            reports.append(report.model_copy(update={"source": label}))
+        return reports
+    finally:
+        store.close()

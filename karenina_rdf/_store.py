@@ -1,0 +1,74 @@
+"""``Store``: the public store, storage (``store.GraphStore``) with the import pipeline and the
+verification runs on top, so one object does what a user asks of a store."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from karenina_rdf import _importing
+from karenina_rdf._importing import ImportReport, ImportResult
+from karenina_rdf.results._runs import ResultsImport, RunSummary, delete_run, export_run, list_runs, resolve_run
+from karenina_rdf.store._store import GraphStore
+
+
+class Store(GraphStore):
+    """A karenina-rdf store: on disk at ``path`` (created if missing), in memory when ``path``
+    is None (``Store.memory()``), or on a SPARQL server (a URL, or ``Store.connect``)."""
+
+    # -- import ----------------------------------------------------------------------------
+    def import_checkpoint(
+        self, source: str | Path | dict[str, Any], *, name: str | None = None, validate: bool = True
+    ) -> ImportResult:
+        """Import one checkpoint (a file or a parsed document); atomic: on error nothing changes.
+
+        Importing a benchmark already stored (same id) replaces it; the same content is a no-op.
+        With ``validate`` (the default) the loaded graph is checked against the shapes and checks
+        before it is published: a Violation refuses the benchmark (``CheckpointError``), Warnings
+        are returned, and so is which evaluation modes the questions are ready for.
+        """
+        return _importing.import_checkpoint(self, source, name=name, validate=validate)
+
+    def import_paths(self, paths: Iterable[str | Path], *, validate: bool = True) -> ImportReport:
+        """Import every checkpoint and results export found (benchmarks first); a bad file is
+        reported and the others still imported."""
+        return _importing.import_paths(self, paths, validate=validate)
+
+    # -- verification results ------------------------------------------------------------
+    def import_results(
+        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None, validate: bool = False
+    ) -> ResultsImport:
+        """Import a Karenina results export (2.0-2.2) or results database (SQLite) into a run.
+
+        Atomic per run; re-importing rows of a run replaces those with the same identity (run
+        name, question, template, answering model, judge, replicate) and keeps the others.
+        ``benchmark`` says which stored benchmark a question id means when several have it.
+        ``validate`` checks the loaded run against the shapes before publishing it (a Violation
+        refuses it, warnings are returned); off by default, as it costs about one more import
+        (docs/performance.md § Results); ``validate_store`` checks stored runs any time.
+        """
+        return _importing.import_results(self, source, benchmark=benchmark, run=run, validate=validate)
+
+    def import_results_db(
+        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None
+    ) -> list[ResultsImport]:
+        """Import the runs of a Karenina results database (SQLite; ``run`` picks one by id or
+        name), each atomic, as ``import_results`` imports an export."""
+        return _importing.import_results_db(self, source, benchmark=benchmark, run=run)
+
+    def runs(self) -> list[RunSummary]:
+        """The stored verification runs, oldest first."""
+        return list_runs(self)
+
+    def export_results(self, run: str, target: str | Path | IO[str], *, format: str = "karenina-json") -> int:
+        """Write a run as a Karenina results export (format 2.2) or CSV; returns the row count."""
+        return export_run(self, run, target, format)
+
+    def resolve_run(self, run: str) -> str:
+        """The IRI of the stored run with this id or IRI (``NotFoundError`` lists the runs)."""
+        return resolve_run(self, run)[0]
+
+    def delete_run(self, run: str) -> str:
+        """Remove a stored run; returns its IRI."""
+        return delete_run(self, run)

@@ -1,0 +1,105 @@
+"""The catalog: the one graph that says which generation graph is live for each benchmark and
+each run, what is known of it (source, content hash, import time, size), the store's base IRI,
+and which graphs are being loaded or dropped.
+
+Every write that makes something visible or invisible goes through here, as one SPARQL update
+on ``urn:karenina-rdf:catalog``: a reader sees the old generation or the new one, never half of
+either. The other rooms (results, validation, pages, linked data) read and publish through this
+API rather than writing catalog triples of their own.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+import pyoxigraph as ox
+
+from karenina_rdf.rdf._graph import named, term_value
+from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA
+
+# The catalog's predicates (docs/data-model.md §2).
+GRAPH = KARENINA + "graph"  # benchmark → its live generation graph
+RUN_GRAPH = KARENINA + "runGraph"  # run → its live generation graph
+CONTENT_HASH = KARENINA + "contentHash"
+SOURCE = KARENINA + "importedFrom"
+IMPORTED_AT = KARENINA + "importedAt"
+FILE_HASH = KARENINA + "sourceSha256"
+TRIPLE_COUNT = KARENINA + "tripleCount"
+STORE_NODE = "urn:karenina-rdf:store"
+BASE = KARENINA + "baseIri"
+PENDING = KARENINA + "pendingGraph"  # on the store node: a graph being loaded or dropped
+
+
+class Catalog:
+    """The catalog graph of one store (a pyoxigraph store, or a server answering its calls)."""
+
+    def __init__(self, ox_store: ox.Store) -> None:
+        self._ox = ox_store
+
+    def _live(self, predicate: str) -> dict[str, ox.NamedNode]:
+        return {
+            term_value(q.subject): named(q.object)
+            for q in self._ox.quads_for_pattern(None, ox.NamedNode(predicate), None, CATALOG_GRAPH)
+        }
+
+    def benchmarks(self) -> dict[str, ox.NamedNode]:
+        """Live benchmarks: IRI → generation graph."""
+        return self._live(GRAPH)
+
+    def runs(self) -> dict[str, ox.NamedNode]:
+        """Live verification runs: IRI → generation graph."""
+        return self._live(RUN_GRAPH)
+
+    def value(self, subject: str, predicate: str) -> str | None:
+        """One catalog fact about ``subject`` (``SOURCE``, ``IMPORTED_AT``, ``TRIPLE_COUNT`` …)."""
+        for q in self._ox.quads_for_pattern(ox.NamedNode(subject), ox.NamedNode(predicate), None, CATALOG_GRAPH):
+            return term_value(q.object)
+        return None
+
+    def facts(self, subject: str) -> dict[str, str]:
+        """Everything the catalog says of ``subject``: predicate IRI → value."""
+        return {
+            q.predicate.value: term_value(q.object)
+            for q in self._ox.quads_for_pattern(ox.NamedNode(subject), None, None, CATALOG_GRAPH)
+        }
+
+    def base_iri(self) -> str | None:
+        return self.value(STORE_NODE, BASE)
+
+    def set_base_iri(self, base: str) -> None:
+        self._ox.update(f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ <{STORE_NODE}> <{BASE}> {json.dumps(base)} }} }}")
+
+    # -- graphs being loaded or dropped ----------------------------------------------------
+    def pending(self) -> list[ox.NamedNode]:
+        """Graphs marked as being loaded or dropped: no query sees them; the next cleanup drops them."""
+        marker = (ox.NamedNode(STORE_NODE), ox.NamedNode(PENDING))
+        return [named(q.object) for q in self._ox.quads_for_pattern(*marker, None, CATALOG_GRAPH)]
+
+    def mark_pending(self, graph: ox.NamedNode, on: bool) -> None:
+        fact = f"GRAPH {CATALOG_GRAPH} {{ <{STORE_NODE}> <{PENDING}> {graph} }}"
+        self._ox.update(f"INSERT DATA {{ {fact} }}" if on else f"DELETE DATA {{ {fact} }}")
+
+    # -- publishing ------------------------------------------------------------------------
+    def publish(self, subject: str, facts: Iterable[tuple[str, str]], *, before: str | None = None) -> None:
+        """Replace everything the catalog says of ``subject`` by ``facts`` (predicate IRI,
+        object as an N-Triples term), in one update; ``before`` is an update run in the same
+        request first (shared graphs a run needs)."""
+        body = " . ".join(f"<{subject}> <{p}> {o}" for p, o in facts)
+        parts = [before] if before else []
+        parts.append(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{subject}> ?p ?o }} }}")
+        parts.append(f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {body} }} }}")
+        self._ox.update(" ;\n".join(parts))
+
+    def unpublish(self, subject: str) -> None:
+        """Forget ``subject``: its generation graph is no longer live (the caller drops it)."""
+        self._ox.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{subject}> ?p ?o }} }}")
+
+    def forget_hashes(self, subject: str) -> None:
+        """Forget the content hashes of a benchmark changed in place (re-import then replaces it)."""
+        self._ox.update(
+            " ;\n".join(
+                f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{subject}> <{p}> ?h }} }}"
+                for p in (CONTENT_HASH, FILE_HASH)
+            )
+        )
