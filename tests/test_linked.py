@@ -13,8 +13,8 @@ import pytest
 from fastapi.testclient import TestClient
 
 from karenina_rdf import Store, map_checkpoint
+from karenina_rdf.linked._site import Site, normalise_path
 from karenina_rdf.web._app import create_app
-from karenina_rdf.web._linked import Site, normalise_path
 
 EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.jsonld"))
 BASE = "http://127.0.0.1:8000/"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from karenina_rdf.web._protocol import GRAPHS, RESULTS, ProtocolError, negotiate, parse_request
+from karenina_rdf.sparql._protocol import GRAPHS, RESULTS, ProtocolError, negotiate, parse_request
 
 FORM = "application/x-www-form-urlencoded"
 

@@ -15,8 +15,7 @@ import pytest
 from karenina_rdf import Benchmark, Store
 from karenina_rdf._errors import ProviderError
 from karenina_rdf.checkpoint._rubric import RubricTrait
-from karenina_rdf.runner._prompts import json_object
-from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Usage
+from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Usage, json_object
 from karenina_rdf.runner.rubric._evaluate import (
     CALLABLE_NO_SANDBOX,
     CALLABLE_UNTRUSTED,

@@ -18,7 +18,7 @@ import datetime as dt
 import json
 import time
 import uuid
-from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
@@ -27,18 +27,83 @@ from karenina_rdf._errors import VerificationError
 from karenina_rdf.rdf import _terms as t
 from karenina_rdf.rdf._graph import solutions, term_value
 from karenina_rdf.rdf._ids import child_iri
-from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH
+from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH, SCHEMA
 from karenina_rdf.store._catalog import IMPORTED_AT, RUN_GRAPH, SOURCE
 
-from ._map import Context, Facts, ResultMapper, _k, result_iri
+from ._map import A, Context, Facts, ResultMapper, _k, result_iri
 from ._model import PROV
-from ._runs import _FACT_PREDICATES, _header_lines, _Links, _old_facts, _shared_graphs, _tally_lines, run_iri
+from ._runs import (
+    _FACT_PREDICATES,
+    _header_lines,
+    _Links,
+    _old_facts,
+    _shared_graphs,
+    _tally_lines,
+    resolve_run,
+    run_header,
+    run_iri,
+    run_reader,
+)
 
 if TYPE_CHECKING:
     from karenina_rdf.store._store import GraphStore
 
 REFRESH_SECONDS = 0.5
 _XSD = "http://www.w3.org/2001/XMLSchema#"
+
+
+@dataclass(frozen=True)
+class RunProvenance:
+    """How a run made here came about (PROV-O, docs/data-model.md §9): its configuration, the
+    software that made it, and the generation of the benchmark it used."""
+
+    configuration: dict[str, Any]
+    versions: dict[str, str]  # distribution → version, of karenina-rdf and the libraries it ran with
+    benchmark: str  # the benchmark's IRI
+    benchmark_graph: str  # the generation graph the run read
+    benchmark_version: str | None = None
+    benchmark_modified: str | None = None
+    run_name: str | None = None
+    informed_by: str | None = None  # a rescore: the run whose answers it graded again
+
+    def triples(self, iri: str) -> list[tuple[str, str, str]]:
+        run, agent, usage = f"<{iri}>", f"<{iri}/agent>", f"<{iri}/usage/benchmark>"
+        out = [
+            (run, _k("configuration"), t.json_literal(self.configuration)),
+            (run, t.iri(PROV + "wasAssociatedWith"), agent),
+            (agent, A, t.iri(PROV + "SoftwareAgent")),
+            (agent, t.iri(SCHEMA + "name"), t.string("karenina-rdf")),
+            (agent, _k("versions"), t.json_literal(self.versions)),
+            (run, t.iri(PROV + "qualifiedUsage"), usage),
+            (usage, A, t.iri(PROV + "Usage")),
+            (usage, t.iri(PROV + "entity"), f"<{self.benchmark_graph}>"),
+            (usage, t.iri(PROV + "hadRole"), _k("benchmarkGraph")),
+            (f"<{self.benchmark_graph}>", t.iri(PROV + "specializationOf"), f"<{self.benchmark}>"),
+        ]
+        if self.benchmark_version:
+            out.append((usage, t.iri(SCHEMA + "version"), t.string(self.benchmark_version)))
+        if self.benchmark_modified:
+            out.append((usage, t.iri(SCHEMA + "dateModified"), t.string(self.benchmark_modified)))
+        if self.run_name:
+            out.append((run, t.iri(SCHEMA + "name"), t.string(self.run_name)))
+        if self.informed_by:
+            out.append((run, t.iri(PROV + "wasInformedBy"), f"<{self.informed_by}>"))
+        return out
+
+
+def run_configuration(store: GraphStore, run: str) -> dict[str, Any] | None:
+    """The configuration a run made by ``verify`` recorded (``karenina:configuration``), or None."""
+    iri, graph = resolve_run(store, run)
+    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(iri), ox.NamedNode(KARENINA + "configuration"), None, graph):
+        value = json.loads(term_value(q.object))
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def stored_header(store: GraphStore, run: str, graph: ox.NamedNode) -> dict[str, Any]:
+    """A stored run's export members other than the rows (format, metadata, shared data)."""
+    return run_header(run_reader(store, graph), graph, run)
 
 
 class LiveRun:
@@ -51,15 +116,15 @@ class LiveRun:
         *,
         benchmark: str,
         header: dict[str, Any],
-        extra: Iterable[tuple[str, str, str]] = (),
+        provenance: RunProvenance | None = None,
         resume: bool = False,
     ) -> None:
         """``header``: the export members (format_version, metadata, shared_data) as Karenina
-        writes them; ``extra``: more triples of the run (configuration, provenance), N-Triples
-        terms. A run id already stored needs ``resume``."""
+        writes them; ``provenance``: how the run was made. A run id already stored needs
+        ``resume``."""
         self.store, self.run_id, self.header = store, run_id, header
-        self.extra = list(extra)
         self.iri = run_iri(store.base_iri, run_id)
+        self.extra = provenance.triples(self.iri) if provenance is not None else []
         self.links = _Links(store, benchmark, f"run {run_id}")
         self.facts: dict[str, Facts] = {}
         self.positions: dict[str, int] = {}

@@ -687,7 +687,9 @@ def delete_run(store: GraphStore, ref: str) -> str:
     return run
 
 
-def _reader(store: GraphStore, graph: ox.NamedNode) -> ox.Store:
+def run_reader(store: GraphStore, graph: ox.NamedNode) -> ox.Store:
+    """Where to read a run from: the store, or for a server an in-memory copy of the run's
+    graph with the models it names (see ``GraphStore.reader``)."""
     source = store.reader(graph)
     if source is not store.oxigraph:  # a server's run, copied: the models it names come too
         source.load(
@@ -749,7 +751,7 @@ def export_run(store: GraphStore, ref: str, out: str | Path | IO[str], fmt: str 
     if fmt not in ("karenina-json", "csv"):
         raise ValueError(f"unknown results format {fmt!r}: karenina-json or csv")
     run, graph = resolve_run(store, ref)
-    source = _reader(store, graph)
+    source = run_reader(store, graph)
     header = run_header(source, graph, run)
     rebuild = ResultRebuilder(source, graph)
     iris = ordered_results(source, graph)

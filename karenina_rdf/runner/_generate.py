@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import ProviderError
-from karenina_rdf.runner.providers._base import ChatRequest, Message
+from karenina_rdf.runner.providers._base import ChatRequest, Message, json_object
 
 from ._pipeline import SandboxLike
-from ._prompts import json_object, parsing_messages
+from ._prompts import parsing_messages
 from ._tasks import ModelSpec
 
 if TYPE_CHECKING:

@@ -20,9 +20,9 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from karenina_rdf._errors import ProviderError
-from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Message
+from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Message, json_object
 
-from ._prompts import answering_messages, json_object, parsing_messages
+from ._prompts import answering_messages, parsing_messages
 from ._record import RETRY_CATEGORIES, StageError, TaskState, finalize, fresh_result
 from ._tasks import ModelSpec, Task
 

@@ -1,5 +1,5 @@
-"""The prompts of the answering and parsing stages (verification spec §5), in our own words, and
-reading a JSON object out of a judge's reply.
+"""The prompts of the answering and parsing stages (verification spec §5), in our own words (the
+judge's reply is read by ``providers.json_object``).
 
 What the judge is never given (§5.3, tested): the question's reference answer, the template's
 ground truth (``self.correct``, VerifiedField ground truths), ``verify()`` and regex checks, the
@@ -65,22 +65,3 @@ def _hints(schema: dict[str, Any]) -> list[tuple[str, str]]:
         if isinstance(hint, str) and hint.strip():
             out.append((name, hint.strip()))
     return out
-
-
-def json_object(text: str) -> dict[str, Any]:
-    """The first JSON object in a reply: bare, fenced in markdown, or with prose around it.
-    Raises ``ValueError`` saying what the reply held instead."""
-    decoder = json.JSONDecoder()
-    start = text.find("{")
-    while start != -1:
-        try:
-            value, _ = decoder.raw_decode(text, start)
-        except json.JSONDecodeError:
-            start = text.find("{", start + 1)
-            continue
-        if isinstance(value, dict):
-            return value
-        start = text.find("{", start + 1)
-    shown = text.strip().replace("\n", " ")
-    shown = shown[:120] + ("…" if len(shown) > 120 else "")
-    raise ValueError(f"the reply holds no JSON object: {shown!r}" if shown else "the reply is empty")

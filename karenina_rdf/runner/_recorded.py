@@ -86,10 +86,10 @@ def stored_answers(store: Store, run: str) -> tuple[dict[AnswerKey, str], list[d
     """The answers a stored run holds (results whose answer was generated): answers by key,
     answering identities, replicate count, and the benchmarks the run used."""
     from karenina_rdf.results._export import ResultRebuilder
-    from karenina_rdf.results._runs import _reader, ordered_results, resolve_run
+    from karenina_rdf.results._runs import ordered_results, resolve_run, run_reader
 
     iri, graph = resolve_run(store, run)
-    source = _reader(store, graph)
+    source = run_reader(store, graph)
     rebuild = ResultRebuilder(source, graph)
     answers: dict[AnswerKey, str] = {}
     identities: dict[str, dict[str, Any]] = {}

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import datetime as dt
 import functools
-import json
 import os
 import platform
 import queue
@@ -30,11 +29,8 @@ from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import VerificationError
 from karenina_rdf.checkpoint._rubric import RubricTrait
-from karenina_rdf.rdf import _terms as t
-from karenina_rdf.rdf._vocab import KARENINA, SCHEMA
-from karenina_rdf.results._live import LiveRun
-from karenina_rdf.results._map import A, row_key
-from karenina_rdf.results._model import PROV
+from karenina_rdf.results._live import LiveRun, RunProvenance, run_configuration, stored_header
+from karenina_rdf.results._map import row_key
 from karenina_rdf.runner.providers._retry import DEFAULT_BUDGETS
 
 from ._pipeline import Answers, Pipeline, SandboxLike
@@ -356,9 +352,6 @@ def _open_run(
     global_traits: list[RubricTrait],
     resume: str | None,
 ) -> LiveRun:
-    from karenina_rdf.results._runs import run_iri
-
-    iri = run_iri(store.base_iri, run_id)
     if resume is not None:
         stored = stored_config(store, resume)
         keys = ("benchmark_iri", "mode", "replicates", "questions", "answerers", "judges", "run_name")
@@ -394,30 +387,17 @@ def _open_run(
             "rubric_definition": rubric_definition(global_traits) if opts.mode != "template_only" else None
         },
     }
-    run = f"<{iri}>"
-    agent = f"<{iri}/agent>"
-    usage = f"<{iri}/usage/benchmark>"
-    extra = [
-        (run, t.iri(KARENINA + "configuration"), t.json_literal(config)),
-        (run, t.iri(PROV + "wasAssociatedWith"), agent),
-        (agent, A, t.iri(PROV + "SoftwareAgent")),
-        (agent, t.iri(SCHEMA + "name"), t.string("karenina-rdf")),
-        (agent, t.iri(KARENINA + "versions"), t.json_literal(_versions())),
-        (run, t.iri(PROV + "qualifiedUsage"), usage),
-        (usage, A, t.iri(PROV + "Usage")),
-        (usage, t.iri(PROV + "entity"), f"<{bench_graph}>"),
-        (usage, t.iri(PROV + "hadRole"), t.iri(KARENINA + "benchmarkGraph")),
-        (f"<{bench_graph}>", t.iri(PROV + "specializationOf"), f"<{bench_iri}>"),
-    ]
-    if bench.version:
-        extra.append((usage, t.iri(SCHEMA + "version"), t.string(bench.version)))
-    if bench.modified_at:
-        extra.append((usage, t.iri(SCHEMA + "dateModified"), t.string(bench.modified_at)))
-    if opts.run_name:
-        extra.append((run, t.iri(SCHEMA + "name"), t.string(opts.run_name)))
-    if informed_by:  # a rescore: the run whose answers it graded again
-        extra.append((run, t.iri(PROV + "wasInformedBy"), f"<{informed_by}>"))
-    live = LiveRun(store, run_id, benchmark=bench_iri, header=header, extra=extra, resume=resume is not None)
+    provenance = RunProvenance(
+        configuration=config,
+        versions=_versions(),
+        benchmark=bench_iri,
+        benchmark_graph=bench_graph,
+        benchmark_version=bench.version or None,
+        benchmark_modified=bench.modified_at or None,
+        run_name=opts.run_name or None,
+        informed_by=informed_by or None,
+    )
+    live = LiveRun(store, run_id, benchmark=bench_iri, header=header, provenance=provenance, resume=resume is not None)
     if resume is not None:
         _carry_summary(store, live)
     return live
@@ -425,9 +405,7 @@ def _open_run(
 
 def _carry_summary(store: Store, live: LiveRun) -> None:
     """A resumed run keeps its start time and counts so far."""
-    from karenina_rdf.results._runs import _reader, run_header
-
-    old = run_header(_reader(store, live.graph), live.graph, live.iri)
+    old = stored_header(store, live.iri, live.graph)
     summary = (old.get("metadata") or {}).get("job_summary")
     if isinstance(summary, dict):
         mine = live.header["metadata"]["job_summary"]
@@ -438,17 +416,10 @@ def _carry_summary(store: Store, live: LiveRun) -> None:
 
 def stored_config(store: Store, run: str) -> dict[str, Any]:
     """The configuration a run made by ``verify`` recorded (``karenina:configuration``)."""
-    import pyoxigraph as ox
-
-    from karenina_rdf.rdf._graph import term_value
-    from karenina_rdf.results._runs import resolve_run
-
-    iri, graph = resolve_run(store, run)
-    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(iri), ox.NamedNode(KARENINA + "configuration"), None, graph):
-        value = json.loads(term_value(q.object))
-        if isinstance(value, dict):
-            return value
-    raise VerificationError(f"run {run!r} was not made by karenina-rdf verify: it records no configuration")
+    config = run_configuration(store, run)
+    if config is None:
+        raise VerificationError(f"run {run!r} was not made by karenina-rdf verify: it records no configuration")
+    return config
 
 
 def _answers_of(store: Store, run: str | None, done_keys: set[str]) -> dict[tuple[str, str, int | None], str] | None:

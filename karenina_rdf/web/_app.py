@@ -31,13 +31,21 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from karenina_rdf._errors import CheckpointError, InvalidValueError, KareninaRDFError, NotFoundError, StoreError
 from karenina_rdf._store import Store
 from karenina_rdf.checkpoint._map import read_json
+from karenina_rdf.linked._site import Located, Site, alternates
 from karenina_rdf.rdf._vocab import PREFIXES
 from karenina_rdf.sparql._named import named_queries, serialize_graph
+from karenina_rdf.sparql._protocol import (
+    GRAPHS,
+    Limits,
+    Operation,
+    ProtocolError,
+    Runner,
+    content_type,
+    negotiate,
+    parse_request,
+)
 from karenina_rdf.sparql._text import dataset_clauses
 from karenina_rdf.web.pages._routes import Pages
-
-from ._linked import Located, Site, alternates
-from ._protocol import GRAPHS, Limits, Operation, ProtocolError, Runner, content_type, negotiate, parse_request
 
 log = logging.getLogger("karenina_rdf.endpoint")
 T = TypeVar("T")
@@ -142,7 +150,7 @@ class Endpoint:
 
     async def timed(self, job: Callable[[], T]) -> T:
         """``job`` on a worker thread; past the time limit the client gets its 503 while the
-        thread finishes on its own (see :class:`~karenina_rdf.web._protocol.Runner`)."""
+        thread finishes on its own (see :class:`~karenina_rdf.sparql._protocol.Runner`)."""
         with anyio.move_on_after(self.settings.timeout + 0.5) as scope:
             return await anyio.to_thread.run_sync(
                 partial(_contained, job), abandon_on_cancel=True, limiter=self.threads

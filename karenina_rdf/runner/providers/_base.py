@@ -103,3 +103,22 @@ class Provider(Protocol):
     interface: str
 
     def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+
+def json_object(text: str) -> dict[str, Any]:
+    """The first JSON object in a reply: bare, fenced in markdown, or with prose around it.
+    Raises ``ValueError`` saying what the reply held instead."""
+    decoder = json.JSONDecoder()
+    start = text.find("{")
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            start = text.find("{", start + 1)
+            continue
+        if isinstance(value, dict):
+            return value
+        start = text.find("{", start + 1)
+    shown = text.strip().replace("\n", " ")
+    shown = shown[:120] + ("…" if len(shown) > 120 else "")
+    raise ValueError(f"the reply holds no JSON object: {shown!r}" if shown else "the reply is empty")

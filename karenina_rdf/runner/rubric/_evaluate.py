@@ -19,8 +19,7 @@ from pydantic import BaseModel, Field
 
 from karenina_rdf._errors import InvalidValueError, ProviderError
 from karenina_rdf.checkpoint._rubric import RubricTrait
-from karenina_rdf.runner._prompts import json_object
-from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Message, Provider
+from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Message, Provider, json_object
 
 from . import _prompts as prompts
 

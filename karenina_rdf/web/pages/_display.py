@@ -14,9 +14,9 @@ from markupsafe import Markup
 from pygments import formatters, highlight, lexers
 
 from karenina_rdf._errors import InvalidValueError
+from karenina_rdf.linked._site import Site
 from karenina_rdf.rdf._vocab import PREFIXES, sparql_prefixes
 from karenina_rdf.sparql._named import NamedQuery, _where_brace, named_queries, to_term
-from karenina_rdf.web._linked import Site
 
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 _RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"

@@ -19,9 +19,8 @@ import pyoxigraph as ox
 from karenina_rdf._store import Store
 from karenina_rdf.rdf._graph import solutions, term_value
 from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, SCHEMA
+from karenina_rdf.sparql._protocol import GRAPHS, MEDIA_TYPES, RESULTS, SUFFIXES
 from karenina_rdf.store._catalog import TRIPLE_COUNT
-
-from ._protocol import GRAPHS, MEDIA_TYPES, RESULTS, SUFFIXES
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 SD = "http://www.w3.org/ns/sparql-service-description#"
