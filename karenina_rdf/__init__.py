@@ -4,17 +4,13 @@ from typing import TYPE_CHECKING, Any
 
 from karenina_rdf._importing import ImportReport, ImportResult
 from karenina_rdf._store import Store
-from karenina_rdf.authoring._benchmark import Benchmark, BenchmarkInfo
-from karenina_rdf.authoring._question import Answer, AnswerTemplate, Question
-from karenina_rdf.checkpoint._export import CANONICAL_CONTEXT
-from karenina_rdf.checkpoint._map import map_checkpoint, read_file
-from karenina_rdf.checkpoint._rubric import RubricTrait
-from karenina_rdf.rdf._ids import generate_question_id, question_md5_id, template_id
-from karenina_rdf.rdf._vocab import KARENINA, SCHEMA
-from karenina_rdf.results._runs import ResultsImport, RunSummary
-from karenina_rdf.sparql._named import NamedQuery, QueryParam, named_queries
-from karenina_rdf.store._store import BenchmarkSummary
-from karenina_rdf.validation._validate import BenchmarkReport, Finding, validate, validate_store
+from karenina_rdf.authoring import Answer, AnswerTemplate, Benchmark, BenchmarkInfo, Question
+from karenina_rdf.checkpoint import CANONICAL_CONTEXT, RubricTrait, map_checkpoint, read_file
+from karenina_rdf.rdf import KARENINA, SCHEMA, generate_question_id, question_md5_id, template_id
+from karenina_rdf.results import ResultsImport, RunSummary
+from karenina_rdf.sparql import NamedQuery, QueryParam, named_queries
+from karenina_rdf.store import BenchmarkSummary
+from karenina_rdf.validation import BenchmarkReport, Finding, validate, validate_store
 
 from ._errors import (
     AmbiguousBenchmarkError,
@@ -33,15 +29,15 @@ from ._errors import (
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:
-    from karenina_rdf.web._app import EndpointSettings, create_app
+    from karenina_rdf.web import EndpointSettings, create_app
 
 
 def __getattr__(name: str) -> Any:
     # The endpoint pulls in FastAPI (0.3 s to import): only code that serves pays for it.
     if name in ("EndpointSettings", "create_app"):
-        from .web import _app as _endpoint
+        from karenina_rdf import web
 
-        return getattr(_endpoint, name)
+        return getattr(web, name)
     raise AttributeError(f"module 'karenina_rdf' has no attribute {name!r}")
 
 

@@ -22,21 +22,22 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, KareninaRDFError, Problem, StoreError
-from karenina_rdf.checkpoint._map import MappedBenchmark, identity, map_checkpoint, read_bytes, read_json
-from karenina_rdf.results._read import is_sqlite, looks_like_results
-from karenina_rdf.results._runs import ResultsImport, RunCheck
-from karenina_rdf.results._runs import import_results as _import_results_file
-from karenina_rdf.results._sqlite import import_results_db as _import_results_db
-from karenina_rdf.store._catalog import CONTENT_HASH, FILE_HASH, GRAPH, IMPORTED_AT, SOURCE, TRIPLE_COUNT
-from karenina_rdf.store._store import Generation, GraphStore
-from karenina_rdf.validation._checks import Readiness, readiness, template_cache, template_results
-from karenina_rdf.validation._shapes import ValidationResult
-from karenina_rdf.validation._validate import (
+from karenina_rdf.checkpoint import MappedBenchmark, identity, map_checkpoint, read_bytes, read_json
+from karenina_rdf.results import ResultsImport, RunCheck, is_sqlite, looks_like_results
+from karenina_rdf.results import import_results as _import_results_file
+from karenina_rdf.results import import_results_db as _import_results_db
+from karenina_rdf.store import CONTENT_HASH, FILE_HASH, GRAPH, IMPORTED_AT, SOURCE, TRIPLE_COUNT, Generation, GraphStore
+from karenina_rdf.validation import (
     BenchmarkReport,
     Engine,
+    Readiness,
+    ValidationResult,
     findings_in_graph,
     findings_in_run,
     load_finding,
+    readiness,
+    template_cache,
+    template_results,
     validate_run,
 )
 

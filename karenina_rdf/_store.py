@@ -9,8 +9,8 @@ from typing import IO, Any
 
 from karenina_rdf import _importing
 from karenina_rdf._importing import ImportReport, ImportResult
-from karenina_rdf.results._runs import ResultsImport, RunSummary, delete_run, export_run, list_runs, resolve_run
-from karenina_rdf.store._store import GraphStore
+from karenina_rdf.results import ResultsImport, RunSummary, delete_run, export_run, list_runs, resolve_run
+from karenina_rdf.store import GraphStore
 
 
 class Store(GraphStore):

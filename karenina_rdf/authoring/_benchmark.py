@@ -23,25 +23,37 @@ from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import DuplicateQuestionError, InvalidValueError, QuestionNotFoundError
 from karenina_rdf._store import Store
-from karenina_rdf.checkpoint._export import CANONICAL_CONTEXT, benchmark_json, item_json
-from karenina_rdf.checkpoint._map import map_checkpoint, map_item
-from karenina_rdf.checkpoint._rubric import RubricTrait, coerce_trait
-from karenina_rdf.checkpoint._template_defaults import default_template, is_default_template, template_name
-from karenina_rdf.rdf._graph import (
+from karenina_rdf.checkpoint import (
+    CANONICAL_CONTEXT,
+    RubricTrait,
+    benchmark_json,
+    coerce_trait,
+    default_template,
+    is_default_template,
+    item_json,
+    map_checkpoint,
+    map_item,
+    template_name,
+)
+from karenina_rdf.rdf import (
     DATA_FEED_ELEMENT,
+    KARENINA,
+    SCHEMA,
     Index,
     count_items,
     diff_update,
+    generate_question_id,
     index_triples,
+    item_iri,
     node_index,
     ordered_items,
+    owning_question,
     parse_triples,
+    question_iri,
     solutions,
+    string,
     term_value,
 )
-from karenina_rdf.rdf._ids import generate_question_id, item_iri, owning_question, question_iri
-from karenina_rdf.rdf._terms import string
-from karenina_rdf.rdf._vocab import KARENINA, SCHEMA
 
 from ._question import Question, question_from_item
 

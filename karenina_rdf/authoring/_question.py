@@ -10,11 +10,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from karenina_rdf.checkpoint._properties import finished_value
-from karenina_rdf.checkpoint._rubric import RubricTrait
-from karenina_rdf.checkpoint._template_defaults import is_default_template
-from karenina_rdf.checkpoint._traits import decode_json_string
-from karenina_rdf.rdf._ids import md5_hex, template_id
+from karenina_rdf.checkpoint import RubricTrait, decode_json_string, finished_value, is_default_template
+from karenina_rdf.rdf import md5_hex, template_id
 
 
 class Answer(BaseModel):

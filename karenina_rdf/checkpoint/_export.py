@@ -8,8 +8,8 @@ from typing import IO, Any
 
 import pyoxigraph as ox
 
-from karenina_rdf.rdf import _terms as t
-from karenina_rdf.rdf._vocab import KARENINA, SCHEMA
+from karenina_rdf.rdf import KARENINA, SCHEMA
+from karenina_rdf.rdf import terms as t
 
 from ._properties import Index, first, properties_json
 from ._template_defaults import default_template, template_name

@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from karenina_rdf._errors import CheckpointError, Problem
-from karenina_rdf.rdf import _terms as t
-from karenina_rdf.rdf._ids import (
+from karenina_rdf.rdf import (
+    KARENINA,
+    RDF,
+    SCHEMA,
+    TRAIT_TYPES,
     benchmark_iri,
     child_iri,
     derived_benchmark_id,
@@ -27,7 +30,7 @@ from karenina_rdf.rdf._ids import (
     template_id,
     trait_iri,
 )
-from karenina_rdf.rdf._vocab import KARENINA, RDF, SCHEMA, TRAIT_TYPES
+from karenina_rdf.rdf import terms as t
 
 from ._properties import map_properties
 from ._template_defaults import is_default_template

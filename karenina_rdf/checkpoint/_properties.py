@@ -14,9 +14,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
-from karenina_rdf.rdf import _terms as t
-from karenina_rdf.rdf._ids import segment
-from karenina_rdf.rdf._vocab import (
+from karenina_rdf.rdf import (
     BENCHMARK_SETTINGS,
     CUSTOM_PREFIX,
     JSON_STRING_SETTINGS,
@@ -26,7 +24,9 @@ from karenina_rdf.rdf._vocab import (
     SCHEMA,
     TRAIT_SETTINGS,
     camel,
+    segment,
 )
+from karenina_rdf.rdf import terms as t
 
 Index = Mapping[str, Mapping[str, Sequence[Any]]]
 

@@ -9,7 +9,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from karenina_rdf.rdf._vocab import DYNAMIC_TRAIT_CLASSES, TRAIT_TYPES
+from karenina_rdf.rdf import DYNAMIC_TRAIT_CLASSES, TRAIT_TYPES
 
 METRICS_TP_ONLY = frozenset({"precision", "recall", "f1"})
 METRICS_FULL = METRICS_TP_ONLY | {"specificity", "accuracy"}

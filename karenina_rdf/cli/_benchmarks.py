@@ -16,9 +16,9 @@ from rich.table import Table
 from karenina_rdf._errors import InvalidValueError, KareninaRDFError, QueryNotFoundError
 from karenina_rdf._importing import checkpoint_files
 from karenina_rdf._store import Store
-from karenina_rdf.authoring._benchmark import Benchmark
-from karenina_rdf.rdf._vocab import PREFIXES
-from karenina_rdf.sparql._named import (
+from karenina_rdf.authoring import Benchmark
+from karenina_rdf.rdf import PREFIXES
+from karenina_rdf.sparql import (
     GRAPH_FORMATS,
     RESULT_FORMATS,
     find_query,
@@ -331,9 +331,9 @@ def validate(
 ) -> None:
     """Validate checkpoint files, or stored benchmarks and runs, against shapes and checks (exit 1: not conforming)."""
     from karenina_rdf._importing import validate_results_files
-    from karenina_rdf.results._read import looks_like_results
-    from karenina_rdf.validation._validate import report_json, reports_turtle, validate_store
-    from karenina_rdf.validation._validate import validate as validate_file
+    from karenina_rdf.results import looks_like_results
+    from karenina_rdf.validation import report_json, reports_turtle, validate_store
+    from karenina_rdf.validation import validate as validate_file
 
     if fmt not in ("text", "json", "turtle") or engine not in ("auto", "fast", "pyshacl"):
         err.print("[red]error:[/red] --format is text, json or turtle; --engine is auto, fast or pyshacl")

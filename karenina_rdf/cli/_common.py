@@ -16,8 +16,7 @@ from rich.markup import escape
 
 from karenina_rdf._errors import CheckpointError, KareninaRDFError
 from karenina_rdf._store import Store
-from karenina_rdf.store._remote import is_url
-from karenina_rdf.store._store import BASE_IRI_ENV, STORE_ENV, default_store_path
+from karenina_rdf.store import BASE_IRI_ENV, STORE_ENV, default_store_path, is_url
 
 # Piped output is read by programs and tests: give tables room instead of wrapping at 80 columns.
 out = Console(soft_wrap=True, width=None if sys.stdout.isatty() else 240)

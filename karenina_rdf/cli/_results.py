@@ -11,9 +11,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from karenina_rdf._store import Store
-from karenina_rdf.rdf._graph import solutions, term_value
-from karenina_rdf.results._read import is_sqlite
-from karenina_rdf.results._runs import ResultsImport
+from karenina_rdf.rdf import solutions, term_value
+from karenina_rdf.results import ResultsImport, is_sqlite
 
 from ._common import BaseOpt, StoreOpt, _run, err, out
 

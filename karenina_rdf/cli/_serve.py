@@ -43,8 +43,8 @@ def serve(
     max_running: Annotated[int, typer.Option(help="Queries evaluated at once; others wait.")] = 8,
 ) -> None:
     """Serve the store: SPARQL endpoint, linked data and web pages (docs/endpoint.md)."""
-    from karenina_rdf.web._app import EndpointSettings
-    from karenina_rdf.web._app import serve as run_server
+    from karenina_rdf.web import EndpointSettings
+    from karenina_rdf.web import serve as run_server
 
     with _errors(usage=(InvalidValueError,)):
         settings = EndpointSettings(

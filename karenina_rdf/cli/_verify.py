@@ -18,7 +18,7 @@ import typer
 from rich.markup import escape
 
 from karenina_rdf._errors import VerificationError
-from karenina_rdf.runner._run import RunOptions, RunReport
+from karenina_rdf.runner import RunOptions, RunReport
 
 from ._common import BaseOpt, StoreOpt, _errors, _open, err, out
 
@@ -63,13 +63,13 @@ RunIdOpt = Annotated[str | None, typer.Option("--run", help="Id of the new run (
 
 
 def _transport(store: Any, replay: Path | None, record: Path | None, cache: bool, base_url: str | None) -> Any:
-    from karenina_rdf.runner._models import Transport
+    from karenina_rdf.runner import Transport
 
     return Transport.for_store(store, replay=replay, record=record, cache=cache, base_url=base_url)
 
 
 def _cost() -> Any:
-    from karenina_rdf.runner.providers._pricing import cost_usd
+    from karenina_rdf.runner.providers import cost_usd
 
     return cost_usd
 
@@ -129,7 +129,7 @@ def verify(
     base_iri: BaseOpt = None,
 ) -> None:
     """Answer, judge and grade a benchmark's finished questions; every result is stored as it completes."""
-    from karenina_rdf.runner._run import verify as run_verify
+    from karenina_rdf.runner import verify as run_verify
 
     with _ctrl_c(), _errors(usage=(VerificationError,)):
         s = _open(store, base_iri)
@@ -163,7 +163,7 @@ def verify(
 
 
 def _mode(mode: str | None) -> Any:
-    from karenina_rdf.runner._tasks import MODES
+    from karenina_rdf.runner import MODES
 
     value = mode or "template_only"
     if value not in MODES:
@@ -190,7 +190,7 @@ def rescore(
     base_iri: BaseOpt = None,
 ) -> None:
     """Grade a stored run's answers again with a new judge or the current rubric: a new run, no answering calls."""
-    from karenina_rdf.runner._run import rescore as do_rescore
+    from karenina_rdf.runner import rescore as do_rescore
 
     with _ctrl_c(), _errors(usage=(VerificationError,)):
         s = _open(store, base_iri)
@@ -233,8 +233,8 @@ def templates_generate(
 ) -> None:
     """Write answer templates from questions' reference answers and notes; only templates that validate and accept
     their own reference answer are stored."""
-    from karenina_rdf.runner._generate import generate_templates
-    from karenina_rdf.runner.sandbox._pool import Sandbox
+    from karenina_rdf.runner import generate_templates
+    from karenina_rdf.runner.sandbox import Sandbox
 
     with _ctrl_c(), _errors(usage=(VerificationError,)):
         s = _open(store, base_iri)

@@ -17,10 +17,9 @@ from urllib.parse import urlsplit
 import pyoxigraph as ox
 
 from karenina_rdf._store import Store
-from karenina_rdf.rdf._graph import solutions, term_value
-from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, SCHEMA
-from karenina_rdf.sparql._protocol import GRAPHS, MEDIA_TYPES, RESULTS, SUFFIXES
-from karenina_rdf.store._catalog import TRIPLE_COUNT
+from karenina_rdf.rdf import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, SCHEMA, solutions, term_value
+from karenina_rdf.sparql import GRAPHS, MEDIA_TYPES, RESULTS, SUFFIXES
+from karenina_rdf.store import TRIPLE_COUNT
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 SD = "http://www.w3.org/ns/sparql-service-description#"

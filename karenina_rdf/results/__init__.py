@@ -1,1 +1,57 @@
-"""karenina_rdf.results."""
+"""Verification results as linked data: Karenina's result record (``_model``), exports read one
+row at a time (``_read``, ``_legacy``, ``_sqlite``), rows to EARL assertions (``_map``) and back
+(``_export``), runs in the store (``_runs``: import, list, export, delete) and runs written
+while they run (``_live``)."""
+
+from ._export import ResultRebuilder
+from ._legacy import result_id
+from ._live import LiveRun, RunProvenance, run_configuration, stored_header
+from ._map import row_key
+from ._model import EARL, FAILURE_GROUPS, METADATA, PROV, RDFS, ROOT, TEMPLATE, canonical_key
+from ._read import is_sqlite, looks_like_results
+from ._runs import (
+    ResultsImport,
+    RunCheck,
+    RunSummary,
+    delete_run,
+    export_run,
+    import_results,
+    list_runs,
+    ordered_results,
+    resolve_run,
+    run_reader,
+    run_summary,
+)
+from ._sqlite import import_results_db
+
+__all__ = [
+    "EARL",
+    "FAILURE_GROUPS",
+    "LiveRun",
+    "METADATA",
+    "PROV",
+    "RDFS",
+    "ROOT",
+    "ResultRebuilder",
+    "ResultsImport",
+    "RunCheck",
+    "RunProvenance",
+    "RunSummary",
+    "TEMPLATE",
+    "canonical_key",
+    "delete_run",
+    "export_run",
+    "import_results",
+    "import_results_db",
+    "is_sqlite",
+    "list_runs",
+    "looks_like_results",
+    "ordered_results",
+    "resolve_run",
+    "result_id",
+    "row_key",
+    "run_configuration",
+    "run_reader",
+    "run_summary",
+    "stored_header",
+]

@@ -16,10 +16,8 @@ from typing import IO, Any
 
 import pyoxigraph as ox
 
-from karenina_rdf.rdf import _terms as t
-from karenina_rdf.rdf._graph import Index, node_index, solutions
-from karenina_rdf.rdf._ids import unsegment
-from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH, SCHEMA, camel
+from karenina_rdf.rdf import KARENINA, MODELS_GRAPH, SCHEMA, Index, camel, node_index, solutions, unsegment
+from karenina_rdf.rdf import terms as t
 
 from ._model import (
     CONFUSION_BUCKETS,

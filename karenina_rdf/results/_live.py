@@ -24,11 +24,9 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from karenina_rdf._errors import VerificationError
-from karenina_rdf.rdf import _terms as t
-from karenina_rdf.rdf._graph import solutions, term_value
-from karenina_rdf.rdf._ids import child_iri
-from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH, SCHEMA
-from karenina_rdf.store._catalog import IMPORTED_AT, RUN_GRAPH, SOURCE
+from karenina_rdf.rdf import KARENINA, MODELS_GRAPH, SCHEMA, child_iri, solutions, term_value
+from karenina_rdf.rdf import terms as t
+from karenina_rdf.store import IMPORTED_AT, RUN_GRAPH, SOURCE
 
 from ._map import A, Context, Facts, ResultMapper, _k, result_iri
 from ._model import PROV
@@ -46,7 +44,7 @@ from ._runs import (
 )
 
 if TYPE_CHECKING:
-    from karenina_rdf.store._store import GraphStore
+    from karenina_rdf.store import GraphStore
 
 REFRESH_SECONDS = 0.5
 _XSD = "http://www.w3.org/2001/XMLSchema#"

@@ -16,9 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from karenina_rdf.rdf import _terms as t
-from karenina_rdf.rdf._ids import child_iri, segment
-from karenina_rdf.rdf._vocab import KARENINA, RDF, SCHEMA, camel
+from karenina_rdf.rdf import KARENINA, RDF, SCHEMA, camel, child_iri, segment
+from karenina_rdf.rdf import terms as t
 
 from ._legacy import is_legacy, migrate
 from ._model import (

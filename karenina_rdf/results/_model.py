@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from karenina_rdf.rdf._vocab import KARENINA, camel
+from karenina_rdf.rdf import KARENINA, camel
 
 EARL = "http://www.w3.org/ns/earl#"
 PROV = "http://www.w3.org/ns/prov#"

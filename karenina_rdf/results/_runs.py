@@ -22,12 +22,18 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import CheckpointError, NotFoundError, Problem, StoreError
-from karenina_rdf.rdf import _terms as t
-from karenina_rdf.rdf._graph import node_index, solutions, term_value
-from karenina_rdf.rdf._ids import segment
-from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH, SCHEMA, VOCABULARY_GRAPH
-from karenina_rdf.store._catalog import IMPORTED_AT, RUN_GRAPH, SOURCE, TRIPLE_COUNT
-from karenina_rdf.store._loading import Sink
+from karenina_rdf.rdf import (
+    KARENINA,
+    MODELS_GRAPH,
+    SCHEMA,
+    VOCABULARY_GRAPH,
+    node_index,
+    segment,
+    solutions,
+    term_value,
+)
+from karenina_rdf.rdf import terms as t
+from karenina_rdf.store import IMPORTED_AT, RUN_GRAPH, SOURCE, TRIPLE_COUNT, Sink
 
 from ._export import ResultRebuilder, scored_names, write_csv, write_export
 from ._map import A, Context, Facts, QuestionLink, ResultMapper, _k
@@ -49,7 +55,7 @@ from ._model import (
 from ._read import ExportReader
 
 if TYPE_CHECKING:
-    from karenina_rdf.store._store import GraphStore
+    from karenina_rdf.store import GraphStore
 
 RUN_METADATA = _fields(
     "export_timestamp", "karenina_version", "job_id", "verification_config", ("job_summary", None, "summary")

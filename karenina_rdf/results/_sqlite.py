@@ -51,7 +51,7 @@ from ._model import (
 from ._runs import ResultsImport, _Import, file_sha256
 
 if TYPE_CHECKING:
-    from karenina_rdf.store._store import GraphStore
+    from karenina_rdf.store import GraphStore
 
 SQLITE_MAGIC = b"SQLite format 3\x00"
 FORMAT_VERSION = "2.2"  # the runs are handed to the import as exports of the current format

@@ -2,12 +2,16 @@
 code in a sandbox, and the pipeline that turns (question, answerer, judge, replicate) tasks into
 results written to the store as they complete. See docs/verification.md."""
 
-from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Message, Provider, Usage
-from karenina_rdf.runner.providers._registry import FunctionProvider
-from karenina_rdf.runner.sandbox._pool import Limits, Sandbox, SandboxOutcome
+from karenina_rdf.runner.providers import ChatRequest, ChatResponse, FunctionProvider, Message, Provider, Usage
+from karenina_rdf.runner.sandbox import Limits, Sandbox, SandboxOutcome
 
 from ._generate import GeneratedTemplate, generate_templates
+
+# For the command line, not the Python API (hence not in __all__): the run modes it offers and
+# how it builds providers for a store (replay, record, response cache).
+from ._models import Transport as Transport
 from ._run import RunOptions, RunReport, rescore, run_verification, verify
+from ._tasks import MODES as MODES
 from ._tasks import ModelSpec
 
 __all__ = [

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import ProviderError
-from karenina_rdf.runner.providers._base import ChatRequest, Message, json_object
+from karenina_rdf.runner.providers import ChatRequest, Message, json_object
 
 from ._pipeline import SandboxLike
 from ._prompts import parsing_messages
@@ -65,7 +65,7 @@ def generate_templates(
 ) -> list[GeneratedTemplate]:
     """Templates for the questions without one (every question in ``questions`` with
     ``overwrite``); stored unless ``dry_run``."""
-    from karenina_rdf.authoring._benchmark import Benchmark
+    from karenina_rdf.authoring import Benchmark
 
     bench = Benchmark(store, benchmark)
     ids = questions or bench.get_question_ids()

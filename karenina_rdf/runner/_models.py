@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from karenina_rdf._errors import VerificationError
-from karenina_rdf.runner.providers._base import Provider
+from karenina_rdf.runner.providers import Provider
 
 from ._tasks import ModelSpec
 
@@ -46,7 +46,7 @@ class Transport:
         self._replay: dict[str, Provider] = {}
         self._cache = None
         if cache is not None and replay is None:
-            from karenina_rdf.runner.providers._cache import ResponseCache
+            from karenina_rdf.runner.providers import ResponseCache
 
             self._cache = ResponseCache(cache)
 
@@ -81,15 +81,12 @@ class Transport:
         provider: Provider
         if self.replay is not None:
             if interface not in self._replay:
-                from karenina_rdf.runner.providers._replay import ReplayProvider
+                from karenina_rdf.runner.providers import ReplayProvider
 
                 self._replay[interface] = ReplayProvider(self.replay, interface=interface)
             provider = self._replay[interface]
         else:
-            from karenina_rdf.runner.providers._cache import CachedProvider
-            from karenina_rdf.runner.providers._registry import provider_from_spec
-            from karenina_rdf.runner.providers._replay import Recorder
-            from karenina_rdf.runner.providers._retry import RetryingProvider
+            from karenina_rdf.runner.providers import CachedProvider, Recorder, RetryingProvider, provider_from_spec
 
             provider, name = provider_from_spec(spec, base_url=self.base_url)
             provider = RetryingProvider(provider)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from karenina_rdf._errors import ProviderError
-from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Message, json_object
+from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, json_object
 
 from ._prompts import answering_messages, parsing_messages
 from ._record import RETRY_CATEGORIES, StageError, TaskState, finalize, fresh_result
@@ -298,7 +298,7 @@ class Pipeline:
         tpl.update(outcome.value)
 
     def _rubric(self, task: Task, state: TaskState, result: dict[str, Any], response: str) -> None:
-        from karenina_rdf.runner.rubric._evaluate import evaluate_rubric, merge_rubrics
+        from karenina_rdf.runner.rubric import evaluate_rubric, merge_rubrics
 
         state.last_stage = "rubric_evaluation"
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from karenina_rdf.runner.providers._base import Message
+from karenina_rdf.runner.providers import Message
 
 DEFAULT_ANSWERING_SYSTEM_PROMPT = "You are an expert assistant. Answer the question accurately and concisely."
 

@@ -13,10 +13,8 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any
 
-from karenina_rdf.results._legacy import result_id
-from karenina_rdf.results._model import FAILURE_GROUPS, METADATA, ROOT, TEMPLATE
-from karenina_rdf.runner.providers._base import ChatResponse
-from karenina_rdf.runner.providers._retry import DEFAULT_BUDGETS
+from karenina_rdf.results import FAILURE_GROUPS, METADATA, ROOT, TEMPLATE, result_id
+from karenina_rdf.runner.providers import DEFAULT_BUDGETS, ChatResponse
 
 # Karenina's retried failure categories: those with a budget (§9.1 retry_policy).
 RETRY_CATEGORIES = tuple(DEFAULT_BUDGETS)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from karenina_rdf._errors import CheckpointError, Problem, VerificationError
-from karenina_rdf.results._model import canonical_key
+from karenina_rdf.results import canonical_key
 
 if TYPE_CHECKING:
     from karenina_rdf._store import Store
@@ -85,8 +85,7 @@ def read_answers(path: str | Path) -> tuple[dict[AnswerKey, str], list[dict[str,
 def stored_answers(store: Store, run: str) -> tuple[dict[AnswerKey, str], list[dict[str, Any]], int, set[str]]:
     """The answers a stored run holds (results whose answer was generated): answers by key,
     answering identities, replicate count, and the benchmarks the run used."""
-    from karenina_rdf.results._export import ResultRebuilder
-    from karenina_rdf.results._runs import ordered_results, resolve_run, run_reader
+    from karenina_rdf.results import ResultRebuilder, ordered_results, resolve_run, run_reader
 
     iri, graph = resolve_run(store, run)
     source = run_reader(store, graph)
@@ -111,8 +110,8 @@ def stored_answers(store: Store, run: str) -> tuple[dict[AnswerKey, str], list[d
         raise VerificationError(f"run {run!r} holds no answers to rescore")
     import pyoxigraph as ox
 
-    from karenina_rdf.rdf._graph import term_value
-    from karenina_rdf.results._model import PROV
+    from karenina_rdf.rdf import term_value
+    from karenina_rdf.results import PROV
 
     benches = {
         term_value(q.object)

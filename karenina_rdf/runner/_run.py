@@ -28,10 +28,9 @@ from typing import TYPE_CHECKING, Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import VerificationError
-from karenina_rdf.checkpoint._rubric import RubricTrait
-from karenina_rdf.results._live import LiveRun, RunProvenance, run_configuration, stored_header
-from karenina_rdf.results._map import row_key
-from karenina_rdf.runner.providers._retry import DEFAULT_BUDGETS
+from karenina_rdf.checkpoint import RubricTrait
+from karenina_rdf.results import LiveRun, RunProvenance, row_key, run_configuration, stored_header
+from karenina_rdf.runner.providers import DEFAULT_BUDGETS
 
 from ._pipeline import Answers, Pipeline, SandboxLike
 from ._record import RETRY_CATEGORIES
@@ -199,7 +198,7 @@ def run_verification(
     opts = options or RunOptions()
     started = time.time()
     bench_iri, bench_graph = store.graph_of(benchmark)
-    from karenina_rdf.authoring._benchmark import Benchmark
+    from karenina_rdf.authoring import Benchmark
 
     bench = Benchmark(store, bench_iri)
     questions, notes = read_questions(store, bench_iri, list(opts.questions) if opts.questions else None)
@@ -224,7 +223,7 @@ def run_verification(
         if len(the_plan.tasks) < planned:
             notes.append(f"{planned - len(the_plan.tasks)} task(s) have no recorded answer: left out")
     if resume is not None:  # by id or IRI
-        from karenina_rdf.results._runs import resolve_run, run_summary
+        from karenina_rdf.results import resolve_run, run_summary
 
         resume = run_summary(store, *resolve_run(store, resume)).run_id
     run_id = resume or opts.run_id or f"verify-{dt.datetime.now(dt.UTC):%Y%m%d-%H%M%S}-{uuid.uuid4().hex[:6]}"
@@ -265,7 +264,7 @@ def run_verification(
     skipped = len(the_plan.tasks) - len(todo)
     owned = None
     if sandbox is None:
-        from karenina_rdf.runner.sandbox._pool import Sandbox
+        from karenina_rdf.runner.sandbox import Sandbox
 
         owned = sandbox = Sandbox(workers=max(1, min(opts.concurrency, os.cpu_count() or 2)))
     pipeline = Pipeline(
@@ -564,7 +563,7 @@ def verify(
     file. With ``resume``, what is not given is read from the run's stored configuration:
     models, mode, replicates, questions, options, the answers file, the server and a replay file.
     ``cache`` keeps model responses in the store's folder (an on-disk store only)."""
-    from karenina_rdf.runner.providers._pricing import cost_usd
+    from karenina_rdf.runner.providers import cost_usd
 
     from ._models import Transport
     from ._recorded import read_answers
@@ -646,7 +645,7 @@ def rescore(
 ) -> RunReport:
     """Grade the answers stored in ``run`` again, with ``judges`` (and the benchmark's current
     templates and rubric): a new run, no answering model called."""
-    from karenina_rdf.results._runs import resolve_run
+    from karenina_rdf.results import resolve_run
 
     from ._recorded import stored_answers
 

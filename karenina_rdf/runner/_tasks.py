@@ -12,10 +12,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from karenina_rdf._errors import VerificationError
-from karenina_rdf.authoring._question import Question
-from karenina_rdf.checkpoint._rubric import RubricTrait
-from karenina_rdf.results._model import canonical_key
-from karenina_rdf.runner.providers._base import Provider
+from karenina_rdf.authoring import Question
+from karenina_rdf.checkpoint import RubricTrait
+from karenina_rdf.results import canonical_key
+from karenina_rdf.runner.providers import Provider
 
 if TYPE_CHECKING:
     from karenina_rdf._store import Store
@@ -93,7 +93,7 @@ def read_questions(
     store: Store, benchmark: str, only: list[str] | None = None
 ) -> tuple[list[QuestionInput], list[str]]:
     """The benchmark's finished questions (all of ``only``, in that order, when given)."""
-    from karenina_rdf.authoring._benchmark import Benchmark
+    from karenina_rdf.authoring import Benchmark
 
     bench = Benchmark(store, benchmark)
     notes: list[str] = []

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from karenina_rdf.rdf._vocab import PREFIXES
+from karenina_rdf.rdf import PREFIXES
 
 from ._named import TYPES, named_queries
 

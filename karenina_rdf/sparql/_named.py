@@ -158,13 +158,13 @@ def bind_values(sparql: str, values: Mapping[str, ox.NamedNode | ox.Literal]) ->
     for name in values:
         if not _NAME.match(name):
             raise InvalidValueError(f"{name!r} is not a SPARQL variable name")
-    at = _where_brace(sparql)
+    at = where_brace(sparql)
     names = " ".join(f"?{n}" for n in values)
     terms = " ".join(str(t) for t in values.values())  # pyoxigraph writes escaped N-Triples terms
     return f"{sparql[: at + 1]} VALUES ({names}) {{ ({terms}) }}{sparql[at + 1 :]}"
 
 
-def _where_brace(sparql: str) -> int:
+def where_brace(sparql: str) -> int:
     """Index of the ``{`` opening the query's WHERE group (strings, IRIs, comments skipped):
     the first top-level ``{`` after the keyword WHERE, or the first one when there is none."""
     first, after_where = -1, False

@@ -20,7 +20,7 @@ from urllib.parse import parse_qsl
 
 import pyoxigraph as ox
 
-from karenina_rdf.rdf._vocab import PREFIXES
+from karenina_rdf.rdf import PREFIXES
 from karenina_rdf.sparql._named import RESULT_FORMATS, serialize_graph
 from karenina_rdf.sparql._text import add_using, load_targets, names_dataset, service_targets, url_allowed
 

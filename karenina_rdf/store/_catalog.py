@@ -15,8 +15,7 @@ from collections.abc import Iterable
 
 import pyoxigraph as ox
 
-from karenina_rdf.rdf._graph import named, term_value
-from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA
+from karenina_rdf.rdf import CATALOG_GRAPH, KARENINA, named, term_value
 
 # The catalog's predicates (docs/data-model.md §2).
 GRAPH = KARENINA + "graph"  # benchmark → its live generation graph

@@ -25,18 +25,22 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import AmbiguousBenchmarkError, BenchmarkNotFoundError, StoreError
-from karenina_rdf.checkpoint._export import benchmark_json, item_json, write_json
-from karenina_rdf.rdf._graph import count_items, node_index, ordered_items, solutions, term_value
-from karenina_rdf.rdf._ids import graph_iri
-from karenina_rdf.rdf._vocab import (
+from karenina_rdf.checkpoint import benchmark_json, item_json, write_json
+from karenina_rdf.rdf import (
     CATALOG_GRAPH,
     DEFAULT_BASE_IRI,
     MODELS_GRAPH,
     PREFIXES,
     SCHEMA,
     VOCABULARY_GRAPH,
+    count_items,
+    graph_iri,
+    node_index,
+    ordered_items,
+    solutions,
+    term_value,
 )
-from karenina_rdf.sparql._named import bind_values, find_query, looks_like_reference, python_term
+from karenina_rdf.sparql import bind_values, find_query, looks_like_reference, python_term
 
 from ._catalog import IMPORTED_AT, SOURCE, Catalog
 from ._loading import Sink, open_sink

@@ -1,1 +1,38 @@
-"""karenina_rdf.validation."""
+"""The contract: SHACL shapes (``_shapes``), the fast SHACL engine compiled to SPARQL
+(``_shacl``), the Python checks for what SHACL Core cannot say (``_checks``), reports for files,
+benchmarks and runs (``_validate``) and the generated docs (``_docs``)."""
+
+from ._checks import Readiness, readiness, template_cache, template_results
+from ._shapes import ValidationResult
+from ._validate import (
+    BenchmarkReport,
+    Engine,
+    Finding,
+    findings_in_graph,
+    findings_in_run,
+    load_finding,
+    report_json,
+    reports_turtle,
+    validate,
+    validate_run,
+    validate_store,
+)
+
+__all__ = [
+    "BenchmarkReport",
+    "Engine",
+    "Finding",
+    "Readiness",
+    "ValidationResult",
+    "findings_in_graph",
+    "findings_in_run",
+    "load_finding",
+    "readiness",
+    "report_json",
+    "reports_turtle",
+    "template_cache",
+    "template_results",
+    "validate",
+    "validate_run",
+    "validate_store",
+]

@@ -29,9 +29,17 @@ from pathlib import Path
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from karenina_rdf.rdf._ids import md5_hex, owning_question, template_id, unsegment
-from karenina_rdf.rdf._vocab import KARENINA, PREFIXES, SCHEMA, sparql_prefixes
-from karenina_rdf.store._store import GraphStore
+from karenina_rdf.rdf import (
+    KARENINA,
+    PREFIXES,
+    SCHEMA,
+    md5_hex,
+    owning_question,
+    sparql_prefixes,
+    template_id,
+    unsegment,
+)
+from karenina_rdf.store import GraphStore
 
 from ._shapes import Severity, ValidationResult
 

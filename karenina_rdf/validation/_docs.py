@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from karenina_rdf.rdf._vocab import PREFIXES
+from karenina_rdf.rdf import PREFIXES
 
 from ._checks import CHECKS, RUN_CHECKS
 from ._shapes import SH, _path_text, shape_files

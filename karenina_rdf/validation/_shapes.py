@@ -18,7 +18,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:
     import rdflib
 
-    from karenina_rdf.store._store import GraphStore
+    from karenina_rdf.store import GraphStore
 
 SHAPES_DIR = Path(__file__).resolve().parent / "shapes"  # the top-level shapes/ (a symlink in the source tree)
 SH = "http://www.w3.org/ns/shacl#"

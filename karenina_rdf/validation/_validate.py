@@ -23,13 +23,20 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import CheckpointError, NotFoundError, Problem, StoreError
-from karenina_rdf.checkpoint._map import map_checkpoint, read_file
-from karenina_rdf.rdf._graph import solutions, term_value
-from karenina_rdf.rdf._ids import owning_question, unsegment
-from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH, PREFIXES, SCHEMA, VOCABULARY_GRAPH
-from karenina_rdf.results._runs import ordered_results, resolve_run
-from karenina_rdf.store._catalog import SOURCE
-from karenina_rdf.store._store import GraphStore
+from karenina_rdf.checkpoint import map_checkpoint, read_file
+from karenina_rdf.rdf import (
+    KARENINA,
+    MODELS_GRAPH,
+    PREFIXES,
+    SCHEMA,
+    VOCABULARY_GRAPH,
+    owning_question,
+    solutions,
+    term_value,
+    unsegment,
+)
+from karenina_rdf.results import ordered_results, resolve_run
+from karenina_rdf.store import SOURCE, GraphStore
 
 from ._checks import run_checks, run_result_checks, template_cache
 from ._shapes import (

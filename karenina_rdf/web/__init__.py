@@ -1,1 +1,6 @@
-"""karenina_rdf.web."""
+"""The HTTP endpoint (FastAPI + uvicorn): SPARQL at ``/sparql``, named queries, every minted IRI
+dereferenceable, and the HTML pages (``pages/``). Imported only by code that serves."""
+
+from ._app import Endpoint, EndpointSettings, create_app, serve
+
+__all__ = ["Endpoint", "EndpointSettings", "create_app", "serve"]

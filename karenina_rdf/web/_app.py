@@ -30,22 +30,23 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, KareninaRDFError, NotFoundError, StoreError
 from karenina_rdf._store import Store
-from karenina_rdf.checkpoint._map import read_json
-from karenina_rdf.linked._site import Located, Site, alternates
-from karenina_rdf.rdf._vocab import PREFIXES
-from karenina_rdf.sparql._named import named_queries, serialize_graph
-from karenina_rdf.sparql._protocol import (
+from karenina_rdf.checkpoint import read_json
+from karenina_rdf.linked import Located, Site, alternates
+from karenina_rdf.rdf import PREFIXES
+from karenina_rdf.sparql import (
     GRAPHS,
     Limits,
     Operation,
     ProtocolError,
     Runner,
     content_type,
+    dataset_clauses,
+    named_queries,
     negotiate,
     parse_request,
+    serialize_graph,
 )
-from karenina_rdf.sparql._text import dataset_clauses
-from karenina_rdf.web.pages._routes import Pages
+from karenina_rdf.web.pages import Pages
 
 log = logging.getLogger("karenina_rdf.endpoint")
 T = TypeVar("T")

@@ -1,1 +1,28 @@
-"""karenina_rdf.runner.providers."""
+"""Model providers behind one interface (``Provider``: a ``ChatRequest`` in, a
+``ChatResponse`` out): Anthropic, OpenAI-compatible, replay and recording, retries, the response
+cache, prices, and reading the JSON object of a judge's reply."""
+
+from ._base import ChatRequest, ChatResponse, Message, Provider, Usage, json_object
+from ._cache import CachedProvider, ResponseCache
+from ._pricing import cost_usd
+from ._registry import FunctionProvider, provider_from_spec
+from ._replay import Recorder, ReplayProvider
+from ._retry import DEFAULT_BUDGETS, RetryingProvider
+
+__all__ = [
+    "CachedProvider",
+    "ChatRequest",
+    "ChatResponse",
+    "DEFAULT_BUDGETS",
+    "FunctionProvider",
+    "Message",
+    "Provider",
+    "Recorder",
+    "ReplayProvider",
+    "ResponseCache",
+    "RetryingProvider",
+    "Usage",
+    "cost_usd",
+    "json_object",
+    "provider_from_spec",
+]

@@ -1,1 +1,5 @@
-"""karenina_rdf.runner.rubric."""
+"""Rubric evaluation: LLM, regex, metric and callable traits, their prompts and reply schemas."""
+
+from ._evaluate import evaluate_rubric, merge_rubrics
+
+__all__ = ["evaluate_rubric", "merge_rubrics"]

@@ -18,8 +18,8 @@ from typing import Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from karenina_rdf._errors import InvalidValueError, ProviderError
-from karenina_rdf.checkpoint._rubric import RubricTrait
-from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Message, Provider, json_object
+from karenina_rdf.checkpoint import RubricTrait
+from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, Provider, json_object
 
 from . import _prompts as prompts
 

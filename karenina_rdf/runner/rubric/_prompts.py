@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from karenina_rdf.checkpoint._rubric import RubricTrait
+from karenina_rdf.checkpoint import RubricTrait
 
 Prompt = tuple[str, str, dict[str, Any]]  # system text, user text, reply schema
 

@@ -25,7 +25,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Literal
 
-from karenina_rdf.runner.worker._main import HEADER, ID_SIZE
+from karenina_rdf.runner.worker import HEADER, ID_SIZE
 
 if TYPE_CHECKING:
     from ._pool import Limits

@@ -17,13 +17,10 @@ import pyoxigraph as ox
 
 from karenina_rdf._errors import QuestionNotFoundError
 from karenina_rdf._store import Store
-from karenina_rdf.authoring._benchmark import Benchmark, BenchmarkInfo, benchmark_info
-from karenina_rdf.authoring._question import Question
-from karenina_rdf.checkpoint._export import benchmark_json
-from karenina_rdf.rdf._graph import DATA_FEED_ELEMENT, node_index, solutions, term_value
-from karenina_rdf.rdf._ids import item_iri
-from karenina_rdf.rdf._vocab import PREFIXES, SCHEMA
-from karenina_rdf.store._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT
+from karenina_rdf.authoring import Benchmark, BenchmarkInfo, Question, benchmark_info
+from karenina_rdf.checkpoint import benchmark_json
+from karenina_rdf.rdf import DATA_FEED_ELEMENT, PREFIXES, SCHEMA, item_iri, node_index, solutions, term_value
+from karenina_rdf.store import IMPORTED_AT, SOURCE, TRIPLE_COUNT
 
 PAGE_SIZE = 100
 _KEYWORD_SEPARATOR = "\x1f"  # GROUP_CONCAT separator no keyword contains in practice

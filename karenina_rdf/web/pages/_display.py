@@ -14,9 +14,9 @@ from markupsafe import Markup
 from pygments import formatters, highlight, lexers
 
 from karenina_rdf._errors import InvalidValueError
-from karenina_rdf.linked._site import Site
-from karenina_rdf.rdf._vocab import PREFIXES, sparql_prefixes
-from karenina_rdf.sparql._named import NamedQuery, _where_brace, named_queries, to_term
+from karenina_rdf.linked import Site
+from karenina_rdf.rdf import PREFIXES, sparql_prefixes
+from karenina_rdf.sparql import NamedQuery, named_queries, to_term, where_brace
 
 _XSD_STRING = "http://www.w3.org/2001/XMLSchema#string"
 _RDF_JSON = "http://www.w3.org/1999/02/22-rdf-syntax-ns#JSON"
@@ -100,7 +100,7 @@ def editor_text(named: NamedQuery, values: Mapping[str, str] | None = None) -> s
     first = next((i for i, line in enumerate(lines) if line.strip() and not line.lstrip().startswith("#")), 0)
     head, body = "".join(lines[:first]), "".join(lines[first:])
     if named.params:
-        at = _where_brace(body)
+        at = where_brace(body)
         names = " ".join(f"?{p.name}" for p in named.params)
         body = f"{body[: at + 1]}\n  VALUES ({names}) {{ ({' '.join(terms)}) }}{body[at + 1 :]}"
     return head + sparql_prefixes() + body

@@ -24,14 +24,10 @@ from fastapi.responses import HTMLResponse, Response
 from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from karenina_rdf._errors import InvalidValueError, NotFoundError
-from karenina_rdf.linked._site import Located
-from karenina_rdf.rdf._graph import term_value
-from karenina_rdf.rdf._ids import owning_question, unsegment
-from karenina_rdf.rdf._vocab import KARENINA, PREFIXES, SCHEMA, sparql_prefixes
-from karenina_rdf.results._model import RDFS
-from karenina_rdf.results._runs import resolve_run
-from karenina_rdf.sparql._named import named_queries
-from karenina_rdf.sparql._protocol import MEDIA_TYPES, SUFFIXES
+from karenina_rdf.linked import Located
+from karenina_rdf.rdf import KARENINA, PREFIXES, SCHEMA, owning_question, sparql_prefixes, term_value, unsegment
+from karenina_rdf.results import RDFS, resolve_run
+from karenina_rdf.sparql import MEDIA_TYPES, SUFFIXES, named_queries
 
 from ._benchmarks import (
     PAGE_SIZE,
@@ -61,7 +57,7 @@ from ._runs import (
 )
 
 if TYPE_CHECKING:
-    from karenina_rdf.web._app import Endpoint
+    from karenina_rdf.web import Endpoint
 
 T = TypeVar("T")
 _ISO_DATE = re.compile(r"\d{4}-\d{2}-\d{2}T")

@@ -23,12 +23,20 @@ from typing import Any, TypeVar
 import pyoxigraph as ox
 
 from karenina_rdf._store import Store
-from karenina_rdf.rdf._graph import node_index, solutions, term_value
-from karenina_rdf.rdf._ids import unsegment
-from karenina_rdf.rdf._terms import to_python
-from karenina_rdf.rdf._vocab import KARENINA, MODELS_GRAPH, PREFIXES, SCHEMA, XSD
-from karenina_rdf.results._model import EARL, PROV, RDFS
-from karenina_rdf.store._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT
+from karenina_rdf.rdf import (
+    KARENINA,
+    MODELS_GRAPH,
+    PREFIXES,
+    SCHEMA,
+    XSD,
+    node_index,
+    solutions,
+    term_value,
+    to_python,
+    unsegment,
+)
+from karenina_rdf.results import EARL, PROV, RDFS
+from karenina_rdf.store import IMPORTED_AT, SOURCE, TRIPLE_COUNT
 
 T = TypeVar("T")
 # memo(name, graph, job): job's value, possibly remembered for this generation of a run graph
