@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 from karenina_rdf.authoring._benchmark import Benchmark, BenchmarkInfo
 from karenina_rdf.authoring._question import Answer, AnswerTemplate, Question
 from karenina_rdf.checkpoint._export import CANONICAL_CONTEXT
-from karenina_rdf.checkpoint._map import map_checkpoint, read_file
+from karenina_rdf.checkpoint._map import map_checkpoint, read_checkpoint
 from karenina_rdf.checkpoint._rubric import RubricTrait
 from karenina_rdf.rdf._ids import generate_question_id, question_md5_id, template_id
 from karenina_rdf.rdf._vocab import KARENINA, SCHEMA
@@ -19,13 +19,16 @@ from ._errors import (
     BenchmarkNotFoundError,
     CheckpointError,
     DuplicateQuestionError,
+    InvalidTypeError,
     InvalidValueError,
     KareninaRDFError,
     NotFoundError,
     Problem,
+    ProviderError,
     QueryNotFoundError,
     QuestionNotFoundError,
     StoreError,
+    VerificationError,
 )
 
 __version__ = "0.1.0"
@@ -59,12 +62,14 @@ __all__ = [
     "Finding",
     "ImportReport",
     "ImportResult",
+    "InvalidTypeError",
     "InvalidValueError",
     "KARENINA",
     "KareninaRDFError",
     "NamedQuery",
     "NotFoundError",
     "Problem",
+    "ProviderError",
     "QueryNotFoundError",
     "QueryParam",
     "Question",
@@ -75,13 +80,14 @@ __all__ = [
     "SCHEMA",
     "Store",
     "StoreError",
+    "VerificationError",
     "__version__",
     "create_app",
     "generate_question_id",
     "map_checkpoint",
     "named_queries",
     "question_md5_id",
-    "read_file",
+    "read_checkpoint",
     "template_id",
     "validate",
     "validate_store",
