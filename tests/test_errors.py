@@ -83,6 +83,12 @@ CASES: list[tuple[str, Callable[[World], Any], type[KareninaRDFError], str]] = [
         r"must be a JSON object, got an array",
     ),
     (
+        "import a number",
+        lambda w: w.store.import_checkpoint(42),  # type: ignore[arg-type]
+        InvalidTypeError,
+        r"a checkpoint file is named by a str or a Path, got int",
+    ),
+    (
         "import a JSON array",
         lambda w: w.store.import_checkpoint(w.tmp / "array.json"),
         CheckpointError,

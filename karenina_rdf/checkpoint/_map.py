@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from karenina_rdf._errors import CheckpointError, Problem
+from karenina_rdf._errors import CheckpointError, InvalidTypeError, Problem
 from karenina_rdf.rdf import _terms as t
 from karenina_rdf.rdf._ids import (
     benchmark_iri,
@@ -131,6 +132,8 @@ def read_json(data: bytes, source: str) -> Any:
 
 
 def read_bytes(path: str | Path) -> bytes:
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidTypeError(f"a checkpoint file is named by a str or a Path, got {type(path).__name__}")
     try:
         return Path(path).read_bytes()
     except OSError as exc:
