@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING, Any
 from karenina_rdf._importing import ImportReport, ImportResult
 from karenina_rdf._store import Store
 from karenina_rdf.authoring import Answer, AnswerTemplate, Benchmark, BenchmarkInfo, Question
-from karenina_rdf.checkpoint import CANONICAL_CONTEXT, RubricTrait, map_checkpoint, read_file
+from karenina_rdf.checkpoint import CANONICAL_CONTEXT, RubricTrait, map_checkpoint, read_checkpoint
 from karenina_rdf.rdf import KARENINA, SCHEMA, generate_question_id, question_md5_id, template_id
 from karenina_rdf.results import ResultsImport, RunSummary
 from karenina_rdf.sparql import NamedQuery, QueryParam, named_queries
@@ -17,13 +17,16 @@ from ._errors import (
     BenchmarkNotFoundError,
     CheckpointError,
     DuplicateQuestionError,
+    InvalidTypeError,
     InvalidValueError,
     KareninaRDFError,
     NotFoundError,
     Problem,
+    ProviderError,
     QueryNotFoundError,
     QuestionNotFoundError,
     StoreError,
+    VerificationError,
 )
 
 __version__ = "0.1.0"
@@ -57,12 +60,14 @@ __all__ = [
     "Finding",
     "ImportReport",
     "ImportResult",
+    "InvalidTypeError",
     "InvalidValueError",
     "KARENINA",
     "KareninaRDFError",
     "NamedQuery",
     "NotFoundError",
     "Problem",
+    "ProviderError",
     "QueryNotFoundError",
     "QueryParam",
     "Question",
@@ -73,13 +78,14 @@ __all__ = [
     "SCHEMA",
     "Store",
     "StoreError",
+    "VerificationError",
     "__version__",
     "create_app",
     "generate_question_id",
     "map_checkpoint",
     "named_queries",
     "question_md5_id",
-    "read_file",
+    "read_checkpoint",
     "template_id",
     "validate",
     "validate_store",

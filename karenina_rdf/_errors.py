@@ -10,19 +10,31 @@
     │   └── QueryNotFoundError              no named query or .rq file by that name
     ├── AmbiguousBenchmarkError (LookupError) a name matches several benchmarks
     ├── DuplicateQuestionError (ValueError)  a question id that already exists
-    ├── InvalidValueError (ValueError)       an API argument Karenina would refuse
-    ├── StoreError                           the store cannot be opened or written
+    ├── InvalidValueError (ValueError)       an argument the API refuses: a bad value, a SPARQL text
+    │   │                                    that does not parse, or an option this install cannot
+    │   │                                    serve (pyshacl not installed)
+    │   └── InvalidTypeError (TypeError)     an argument of a type the API does not take
+    ├── StoreError                           the store (or its SPARQL server) cannot be opened, read
+    │                                        or written
     └── VerificationError                    a run cannot start or go on (bad options, no tasks)
         └── ProviderError                    a model call failed; ``category`` is Karenina's
                                              failure category (timeout, rate_limit, ...)
 
-Errors that subclass ``ValueError``/``KeyError`` do so because Karenina raises those for the
-same situations, and code written against Karenina catches them.
+Errors that subclass ``ValueError``/``KeyError``/``TypeError`` do so because Karenina raises those
+for the same situations, and code written against Karenina catches them.
+
+The rule for what reaches a user of the CLI, the Python API or the endpoint: an error of this tree,
+never a bare ``ValueError``/``RuntimeError``; a foreign exception (pyoxigraph's, httpx's, json's,
+pydantic's) met on the way is turned into one of these, with the original as ``__cause__`` or in
+its message. Left as they are: pydantic's ``ValidationError`` (a ``ValueError``) from the
+constructors of the pydantic models (``RubricTrait(...)``, ``RunOptions(...)``, ``Limits(...)``),
+as Karenina's own models raise it, and ``OSError`` from writing a file the caller named.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 class KareninaRDFError(Exception):
@@ -86,7 +98,12 @@ class DuplicateQuestionError(KareninaRDFError, ValueError):
 
 
 class InvalidValueError(KareninaRDFError, ValueError):
-    """An argument the authoring API refuses, as Karenina would."""
+    """An argument the API refuses, as Karenina would: a bad value, or an option this install
+    cannot serve (``engine="pyshacl"`` without pyshacl)."""
+
+
+class InvalidTypeError(InvalidValueError, TypeError):
+    """An argument of a type the API does not take (Karenina raises ``TypeError`` here)."""
 
 
 class StoreError(KareninaRDFError):
@@ -119,3 +136,13 @@ class ProviderError(VerificationError):
         self.retry_after = retry_after
         self.retries = retries or {}  # retries used per category before giving up
         self.exhausted = exhausted  # the retry budget of ``category`` was used up
+
+
+def validation_message(exc: Any) -> str:
+    """A pydantic ``ValidationError`` as one line: ``field: message; field: message``."""
+    parts = []
+    for error in exc.errors(include_url=False):
+        where = ".".join(str(part) for part in error.get("loc", ()))
+        message = str(error.get("msg", "")).removeprefix("Value error, ")
+        parts.append(f"{where}: {message}" if where else message)
+    return "; ".join(parts) or str(exc)

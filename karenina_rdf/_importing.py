@@ -32,6 +32,7 @@ from karenina_rdf.validation import (
     Engine,
     Readiness,
     ValidationResult,
+    check_engine,
     findings_in_graph,
     findings_in_run,
     load_finding,
@@ -311,6 +312,7 @@ def validate_results_files(
     """Validate results exports without storing them: each is imported into an in-memory store
     that also holds ``checkpoints`` (the benchmarks its rows link to, imported unvalidated: they
     have reports of their own), as a run of its own named by the file, and validated as a run."""
+    check_engine(engine)
     store = GraphStore.memory(base_iri=base_iri)
     try:
         for c in checkpoints:

@@ -463,10 +463,10 @@ def test_negotiation_respects_q_zero(client: TestClient) -> None:
 
 
 def test_empty_write_token_is_refused() -> None:
-    from pydantic import ValidationError
+    from karenina_rdf import InvalidValueError
 
     for blank in ("", "  "):
-        with pytest.raises(ValidationError, match="must not be empty"):
+        with pytest.raises(InvalidValueError, match="write_token: a write token must not be empty"):
             EndpointSettings(write_token=blank)
 
 

@@ -20,6 +20,7 @@ from typing import Any
 import cloudpickle
 import pytest
 
+from karenina_rdf import InvalidValueError, VerificationError
 from karenina_rdf.runner.sandbox._pool import Limits, Sandbox, SandboxOutcome, namespace_prefix
 from karenina_rdf.runner.sandbox._process import WorkerProcess
 
@@ -499,7 +500,7 @@ def test_worker_environment_and_cleanup() -> None:
         assert directories and all(os.path.isdir(d) for d in directories)
         sb.close()
         assert not any(os.path.exists(d) for d in directories)
-        with pytest.raises(RuntimeError):
+        with pytest.raises(VerificationError, match="the sandbox is closed"):
             sb.validate_template(GOOD)
         sb.close()  # closing twice is harmless
     finally:
@@ -536,7 +537,7 @@ def test_layers_and_limits() -> None:
         assert limits["Max cpu time"][0] == "unlimited"
     with pytest.raises(ValueError):
         Limits(cpu_seconds=0)
-    with pytest.raises(ValueError):
+    with pytest.raises(InvalidValueError, match="at least one worker"):
         Sandbox(workers=0)
     outcome = SandboxOutcome(ok=True)
     with pytest.raises(ValueError):

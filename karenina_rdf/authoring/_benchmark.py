@@ -21,7 +21,7 @@ from typing import Any
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from karenina_rdf._errors import DuplicateQuestionError, InvalidValueError, QuestionNotFoundError
+from karenina_rdf._errors import DuplicateQuestionError, InvalidTypeError, InvalidValueError, QuestionNotFoundError
 from karenina_rdf._store import Store
 from karenina_rdf.checkpoint import (
     CANONICAL_CONTEXT,
@@ -400,7 +400,7 @@ class Benchmark:
                 raise InvalidValueError("raw_answer is required when question is a string")
             text, answer = question, raw_answer
         else:
-            raise TypeError(f"question must be a string, dict, or Question object, got {type(question)}")
+            raise InvalidTypeError(f"question must be a string, dict, or Question object, got {type(question)}")
         if not text:
             raise InvalidValueError("question text must not be empty")
         try:
@@ -585,6 +585,8 @@ class Benchmark:
     def filter_by_metadata(self, field_path: str, value: Any, match_mode: str = "exact") -> list[Question]:
         """Karenina's dot-path filter: ``exact``, ``contains`` (case-insensitive), ``in`` (list
         contains value) or ``regex`` (case-insensitive search); None fields never match."""
+        if match_mode not in _MATCH_MODES:  # Karenina finds out at the first field it compares
+            raise InvalidValueError(f"Invalid match_mode: {match_mode}. Must be one of {', '.join(_MATCH_MODES)}")
         out = []
         parts = field_path.split(".")
         for q in self:
@@ -667,7 +669,7 @@ def _template_code(template: str | type) -> str:
         return template
     if inspect.isclass(template):
         if not any(c.__name__ == "BaseAnswer" for c in template.__mro__[1:]):
-            raise TypeError(f"Template class must inherit from BaseAnswer, got {template.__name__}")
+            raise InvalidTypeError(f"Template class must inherit from BaseAnswer, got {template.__name__}")
         try:
             source = textwrap.dedent(inspect.getsource(template))
         except (OSError, TypeError) as exc:
@@ -680,7 +682,7 @@ def _template_code(template: str | type) -> str:
             if isinstance(node, ast.ClassDef) and node.name == template.__name__:
                 node.name = "Answer"
         return ast.unparse(tree)
-    raise TypeError(f"template must be a string or a class, got {type(template).__name__}")
+    raise InvalidTypeError(f"template must be a string or a class, got {type(template).__name__}")
 
 
 def _check_template(code: str) -> None:

@@ -4,7 +4,7 @@ Karenina's default template (``_template_defaults``), and triples back to canoni
 checkpoint JSON (``_export``)."""
 
 from ._export import CANONICAL_CONTEXT, benchmark_json, item_json, write_json
-from ._map import MappedBenchmark, identity, map_checkpoint, map_item, read_bytes, read_file, read_json
+from ._map import MappedBenchmark, identity, map_checkpoint, map_item, read_bytes, read_checkpoint, read_json
 from ._properties import finished_value
 from ._rubric import RubricTrait, coerce_trait
 from ._template_defaults import default_template, is_default_template, template_name
@@ -25,7 +25,7 @@ __all__ = [
     "map_checkpoint",
     "map_item",
     "read_bytes",
-    "read_file",
+    "read_checkpoint",
     "read_json",
     "template_name",
     "write_json",

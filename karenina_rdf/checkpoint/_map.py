@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from karenina_rdf._errors import CheckpointError, Problem
+from karenina_rdf._errors import CheckpointError, InvalidTypeError, Problem
 from karenina_rdf.rdf import (
     KARENINA,
     RDF,
@@ -134,13 +135,18 @@ def read_json(data: bytes, source: str) -> Any:
 
 
 def read_bytes(path: str | Path) -> bytes:
+    if not isinstance(path, str | os.PathLike):
+        raise InvalidTypeError(f"a checkpoint file is named by a str or a Path, got {type(path).__name__}")
     try:
         return Path(path).read_bytes()
     except OSError as exc:
         raise CheckpointError([Problem(f"cannot read file: {exc.strerror}", str(path))]) from None
 
 
-def read_file(path: str | Path) -> Any:
+def read_checkpoint(path: str | Path) -> Any:
+    """A checkpoint file's JSON document, parsed but not checked (``map_checkpoint`` checks it).
+    A file that cannot be read, is not UTF-8 or is not JSON raises :class:`CheckpointError`
+    naming the file and the line."""
     return read_json(read_bytes(path), str(path))
 
 

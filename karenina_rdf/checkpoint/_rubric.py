@@ -6,9 +6,9 @@ import base64
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from karenina_rdf._errors import InvalidValueError
+from karenina_rdf._errors import InvalidTypeError, InvalidValueError, validation_message
 
 from ._traits import check, decode_json_string, normalise_type, settings, trait_class, trait_kind
 
@@ -129,6 +129,10 @@ class RubricTrait(BaseModel):
         summary: str | None = None,
     ) -> RubricTrait:
         """``code`` is the serialised callable (Karenina stores cloudpickle bytes); kept opaque."""
+        if not isinstance(code, bytes | bytearray):
+            raise InvalidTypeError(
+                f"trait {name!r}: code must be the callable's cloudpickle bytes, not {type(code).__name__}"
+            )
         extra = {
             "callable_code": base64.b64encode(code).decode("ascii"),
             "invert_result": invert_result,
@@ -180,17 +184,20 @@ class RubricTrait(BaseModel):
             values["kind"] = kind
         if classes is not None:
             values["classes"] = classes
-        trait = cls(
-            name=name,
-            trait_type=trait_type,
-            kind=kind,
-            description=description,
-            higher_is_better=higher_is_better,
-            min_score=min_score,
-            max_score=max_score,
-            classes=classes,
-            settings=values,
-        )
+        try:
+            trait = cls(
+                name=name,
+                trait_type=trait_type,
+                kind=kind,
+                description=description,
+                higher_is_better=higher_is_better,
+                min_score=min_score,
+                max_score=max_score,
+                classes=classes,
+                settings=values,
+            )
+        except ValidationError as exc:
+            raise InvalidValueError(f"trait {name!r}: {validation_message(exc)}") from exc
         problems = [
             m for sev, _, m in check(_class(trait_type), kind, trait.to_rating("Global"), values) if sev == "error"
         ]
@@ -201,6 +208,10 @@ class RubricTrait(BaseModel):
     # -- Rating JSON ⇄ trait ---------------------------------------------------------------
     @classmethod
     def from_rating(cls, rating: dict[str, Any]) -> RubricTrait:
+        if not isinstance(rating, dict) or not isinstance(rating.get("additionalType"), str):
+            raise InvalidValueError(
+                "a Rating is a JSON object with an 'additionalType' string (e.g. 'GlobalRubricTrait')"
+            )
         props = settings(rating)
         atype = normalise_type(rating["additionalType"])
         klass = trait_class(atype, props)

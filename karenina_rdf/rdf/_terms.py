@@ -14,6 +14,8 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from karenina_rdf._errors import InvalidTypeError, InvalidValueError
+
 from ._vocab import RDF, XSD
 
 Triple = tuple[str, str, str]
@@ -57,7 +59,15 @@ def base64_binary(value: str) -> str:
 
 
 def json_literal(value: Any) -> str:
-    return typed(json.dumps(value, ensure_ascii=False, separators=(",", ":")), _RDF_JSON)
+    """``value`` as an ``rdf:JSON`` literal; a value JSON cannot hold (an object, a set, a
+    reference cycle) raises :class:`~karenina_rdf.InvalidTypeError` / ``InvalidValueError``."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    except TypeError as exc:
+        raise InvalidTypeError(f"not a JSON value: {exc}") from exc
+    except ValueError as exc:  # a reference cycle
+        raise InvalidValueError(f"not a JSON value: {exc}") from exc
+    return typed(text, _RDF_JSON)
 
 
 def value(v: Any) -> str:

@@ -21,7 +21,7 @@ from typing import IO, TYPE_CHECKING, Any, Literal
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from karenina_rdf._errors import CheckpointError, NotFoundError, Problem, StoreError
+from karenina_rdf._errors import CheckpointError, InvalidValueError, NotFoundError, Problem, StoreError
 from karenina_rdf.rdf import (
     KARENINA,
     MODELS_GRAPH,
@@ -755,7 +755,7 @@ def ordered_results(source: ox.Store, graph: ox.NamedNode) -> list[str]:
 def export_run(store: GraphStore, ref: str, out: str | Path | IO[str], fmt: str = "karenina-json") -> int:
     """Write a run as a Karenina results export (``karenina-json``, format 2.2) or as CSV."""
     if fmt not in ("karenina-json", "csv"):
-        raise ValueError(f"unknown results format {fmt!r}: karenina-json or csv")
+        raise InvalidValueError(f"unknown results format {fmt!r}: karenina-json or csv")
     run, graph = resolve_run(store, ref)
     source = run_reader(store, graph)
     header = run_header(source, graph, run)

@@ -25,9 +25,9 @@ from importlib import metadata as importlib_metadata
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
-from karenina_rdf._errors import VerificationError
+from karenina_rdf._errors import VerificationError, validation_message
 from karenina_rdf.checkpoint import RubricTrait
 from karenina_rdf.results import LiveRun, RunProvenance, row_key, run_configuration, stored_header
 from karenina_rdf.runner.providers import DEFAULT_BUDGETS
@@ -605,17 +605,20 @@ def verify(
         recorded, identities, n = read_answers(answers)
         replicates = max(replicates, n)
         extra["answers_file"] = str(Path(answers).resolve())
-    options = RunOptions(
-        mode=mode or "template_only",
-        replicates=replicates,
-        questions=tuple(questions) if questions else None,
-        concurrency=concurrency,
-        trust_callables=trust_callables,
-        few_shot=few_shot,
-        rubric_strategy=strategy,
-        run_id=run,
-        run_name=run_name,
-    )
+    try:
+        options = RunOptions(
+            mode=mode or "template_only",
+            replicates=replicates,
+            questions=tuple(questions) if questions else None,
+            concurrency=concurrency,
+            trust_callables=trust_callables,
+            few_shot=few_shot,
+            rubric_strategy=strategy,
+            run_id=run,
+            run_name=run_name,
+        )
+    except ValidationError as exc:  # options from a Python caller, said as one line of ours
+        raise VerificationError(validation_message(exc)) from None
     return run_verification(
         store,
         benchmark,

@@ -94,6 +94,13 @@ class RemoteStore:
             raise StoreError(f"the SPARQL server at {url} refused {what}: HTTP {response.status_code}: {body}")
         return response
 
+    def _unreadable(self, expected: str, exc: Exception) -> StoreError:
+        """A reply that is not what was asked for (an HTML error page sent with status 200, a
+        proxy's login page): the server's fault, not the query's."""
+        return StoreError(
+            f"the SPARQL server at {self.query_url} answered a query with something that is not {expected}: {exc}"
+        )
+
     # -- queries ---------------------------------------------------------------------------
     def query(
         self,
@@ -116,9 +123,17 @@ class RemoteStore:
         params["named-graph-uri"] = [g.value for g in named_graphs or () if isinstance(g, ox.NamedNode)]
         if form == "graph":
             data = self._post(self.query_url, "a query", data=params, headers={"Accept": _NT}).content
-            return _as_query_triples(data)
+            try:
+                return _as_query_triples(data)
+            except (SyntaxError, ValueError) as exc:
+                raise self._unreadable("N-Triples", exc) from None
         data = self._post(self.query_url, "a query", data=params, headers={"Accept": _JSON}).content
-        results = ox.parse_query_results(data, format=ox.QueryResultsFormat.JSON)
+        try:
+            # Only the start is read here; a row that breaks the format later raises pyoxigraph's
+            # SyntaxError while the results are read.
+            results = ox.parse_query_results(data, format=ox.QueryResultsFormat.JSON)
+        except (SyntaxError, ValueError) as exc:
+            raise self._unreadable("SPARQL results JSON", exc) from None
         if form == "boolean" and isinstance(results, ox.QuerySolutions):
             # Virtuoso answers ASK with a one-column table (__ASK_RETVAL 1, or no row for false).
             answer = any(all(t is None or t.value not in ("0", "false") for t in row) for row in results)

@@ -24,7 +24,7 @@ from typing import IO, Any, Self, cast
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from karenina_rdf._errors import AmbiguousBenchmarkError, BenchmarkNotFoundError, StoreError
+from karenina_rdf._errors import AmbiguousBenchmarkError, BenchmarkNotFoundError, InvalidValueError, StoreError
 from karenina_rdf.checkpoint import benchmark_json, item_json, write_json
 from karenina_rdf.rdf import (
     CATALOG_GRAPH,
@@ -445,7 +445,10 @@ class GraphStore:
             sparql = find_query(query).bind(bindings)
         else:
             sparql = bind_values(query, {k: python_term(v) for k, v in bindings.items()})
-        return self._ox.query(sparql, prefixes=dict(PREFIXES), **self.dataset(benchmarks))
+        try:
+            return self._ox.query(sparql, prefixes=dict(PREFIXES), **self.dataset(benchmarks))
+        except SyntaxError as exc:  # pyoxigraph's parse error, as one of ours
+            raise InvalidValueError(f"SPARQL syntax error: {exc}") from None
 
     def dataset(self, benchmarks: Iterable[str] | None = None) -> dict[str, Any]:
         """The dataset a query sees, as keyword arguments of ``pyoxigraph.Store.query``.
@@ -488,6 +491,9 @@ class GraphStore:
         """Run a SPARQL update on the store (relative IRIs resolved against ``base_iri``). The
         stored benchmarks may no longer match the files they came from, so every content hash is
         forgotten: the next import of a file replaces."""
-        self._ox.update(sparql_update, base_iri=base_iri)
+        try:
+            self._ox.update(sparql_update, base_iri=base_iri)
+        except SyntaxError as exc:
+            raise InvalidValueError(f"SPARQL syntax error: {exc}") from None
         for bench in self.catalog.benchmarks():
             self.mark_edited(bench)

@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING, Literal
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
+from karenina_rdf._errors import InvalidValueError
+
 if TYPE_CHECKING:
     import rdflib
 
@@ -22,6 +24,10 @@ if TYPE_CHECKING:
 
 SHAPES_DIR = Path(__file__).resolve().parent / "shapes"  # the top-level shapes/ (a symlink in the source tree)
 SH = "http://www.w3.org/ns/shacl#"
+PYSHACL_MISSING = (
+    "pyshacl is not installed: pip install 'karenina-rdf[pyshacl]' "
+    "(or validate with the default engine, which needs no extra)"
+)
 
 Severity = Literal["Violation", "Warning", "Info"]
 
@@ -98,8 +104,13 @@ def store_graph_to_rdflib(store: GraphStore, graph_iri: str | ox.NamedNode) -> r
 def validate_graph_pyshacl(data: rdflib.Graph, shapes: rdflib.Graph | None = None) -> ValidationReport:
     """Validate ``data`` with pyshacl (no inference, SHACL Core only) against ``shapes``, by
     default all of ``shapes/``. As in SHACL, ``conforms`` is false if there is any result,
-    warnings included; :attr:`ValidationReport.violations` holds what Karenina refuses."""
-    import pyshacl
+    warnings included; :attr:`ValidationReport.violations` holds what Karenina refuses.
+    Without pyshacl installed (it is the extra ``karenina-rdf[pyshacl]``) this raises
+    :class:`~karenina_rdf.InvalidValueError` saying how to get it."""
+    try:
+        import pyshacl
+    except ImportError as exc:
+        raise InvalidValueError(PYSHACL_MISSING) from exc
 
     conforms, report_graph, _ = pyshacl.validate(
         data,

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any, Literal, cast
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from karenina_rdf._errors import CheckpointError, NotFoundError, Problem, StoreError
-from karenina_rdf.checkpoint import map_checkpoint, read_file
+from karenina_rdf._errors import CheckpointError, InvalidValueError, NotFoundError, Problem, StoreError
+from karenina_rdf.checkpoint import map_checkpoint, read_checkpoint
 from karenina_rdf.rdf import (
     KARENINA,
     MODELS_GRAPH,
@@ -233,14 +233,23 @@ class _ShapePaths:
         return fresh
 
 
+ENGINES = ("auto", "fast", "pyshacl")
+
+
+def check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise InvalidValueError(f"engine {engine!r}: auto, fast or pyshacl")
+
+
 def validate(
     source: str | Path | dict[str, Any], *, engine: Engine = "auto", base_iri: str | None = None
 ) -> BenchmarkReport:
     """Validate a checkpoint file (or parsed document) without storing it."""
+    check_engine(engine)
     label = None if isinstance(source, dict) else str(source)
     pointers: dict[str, str] = {}
     try:
-        doc = source if isinstance(source, dict) else read_file(source)
+        doc = source if isinstance(source, dict) else read_checkpoint(source)
         store = GraphStore.memory(base_iri=base_iri)
         mapped = map_checkpoint(doc, base_iri=store.base_iri, source=label, pointers=pointers)
     except CheckpointError as exc:
@@ -255,6 +264,7 @@ def validate(
 def validate_store(store: GraphStore, ref: str | None = None, *, engine: Engine = "auto") -> list[BenchmarkReport]:
     """Validate what is stored, one report each: every benchmark, then every verification run;
     or the one benchmark or run that ``ref`` (an id, IRI or benchmark name) names."""
+    check_engine(engine)
     if ref is None:
         benches = [b.iri for b in store.benchmarks()]
         runs = sorted(store.catalog.runs())
@@ -278,6 +288,7 @@ def validate_store(store: GraphStore, ref: str | None = None, *, engine: Engine 
 
 def validate_run(store: GraphStore, ref: str, *, engine: Engine = "auto") -> BenchmarkReport:
     """Validate one stored verification run (by id or IRI): the shapes of runs and the run checks."""
+    check_engine(engine)
     run, graph = resolve_run(store, ref)
     findings = findings_in_run(store, run, graph, engine=engine)
     return BenchmarkReport(

@@ -17,7 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import anyio
 import pyoxigraph as ox
@@ -25,10 +25,17 @@ from fastapi import FastAPI, Request
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import JSONResponse, PlainTextResponse, RedirectResponse, Response
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, field_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from karenina_rdf._errors import CheckpointError, InvalidValueError, KareninaRDFError, NotFoundError, StoreError
+from karenina_rdf._errors import (
+    CheckpointError,
+    InvalidValueError,
+    KareninaRDFError,
+    NotFoundError,
+    StoreError,
+    validation_message,
+)
 from karenina_rdf._store import Store
 from karenina_rdf.checkpoint import read_json
 from karenina_rdf.linked import Located, Site, alternates
@@ -65,6 +72,15 @@ class EndpointSettings(BaseModel):
     allow_service: tuple[str, ...] = ()  # IRI prefixes SERVICE / LOAD may reach; "*" for any
     cors_origins: tuple[str, ...] = ()  # "*" for any
     max_running: int = 8  # queries evaluated at once
+
+    if not TYPE_CHECKING:  # type checkers keep pydantic's typed constructor
+
+        def __init__(self, **data: Any) -> None:
+            # Settings come from a user (``serve``'s options): one readable error of the tree.
+            try:
+                super().__init__(**data)
+            except ValidationError as exc:
+                raise InvalidValueError(f"endpoint settings: {validation_message(exc)}") from exc
 
     @field_validator("write_token")
     @classmethod

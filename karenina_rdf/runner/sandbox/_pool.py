@@ -71,6 +71,8 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from karenina_rdf._errors import InvalidValueError, VerificationError
+
 from ._process import START_TIMEOUT, Kind, WorkerGone, WorkerProcess, namespace_prefix
 
 __all__ = ["Limits", "Sandbox", "SandboxOutcome", "namespace_prefix"]
@@ -103,11 +105,11 @@ def _failure(kind: Kind, error: str, started: float) -> SandboxOutcome:
 
 class Sandbox:
     """A thread-safe pool of sandbox workers. Every method returns a ``SandboxOutcome``; none raises
-    because of what the code it runs does."""
+    because of what the code it runs does. Calling a closed sandbox raises ``VerificationError``."""
 
     def __init__(self, workers: int = 2, limits: Limits | None = None) -> None:
         if workers < 1:
-            raise ValueError("a sandbox needs at least one worker")
+            raise InvalidValueError(f"a sandbox needs at least one worker, not {workers}")
         self.limits = limits if limits is not None else Limits.model_validate({})
         self._size = workers
         self._cond = threading.Condition()
@@ -190,7 +192,7 @@ class Sandbox:
             while not self._idle and not self._closed:
                 self._cond.wait()
             if self._closed:
-                raise RuntimeError("the sandbox is closed")
+                raise VerificationError("the sandbox is closed: open a new Sandbox to run more code")
             slot = self._idle.pop()
         if slot is not None:
             return slot
