@@ -89,13 +89,7 @@ def checkpoint_files(paths: Iterable[str | Path]) -> list[Path]:
 def import_checkpoint(
     store: GraphStore, source: str | Path | dict[str, Any], *, name: str | None = None, validate: bool = True
 ) -> ImportResult:
-    """Import one checkpoint (a file or a parsed document); atomic: on error nothing changes.
-
-    Importing a benchmark already stored (same id) replaces it; the same content is a no-op.
-    With ``validate`` (the default) the loaded graph is checked against the shapes and checks
-    before it is published: a Violation refuses the benchmark (``CheckpointError``), Warnings
-    are returned, and so is which evaluation modes the questions are ready for.
-    """
+    """``Store.import_checkpoint``: read, map into a fresh generation graph, validate, publish."""
     file_hash = None
     if isinstance(source, dict):
         doc, label = source, name
@@ -250,15 +244,8 @@ def import_results(
     run: str | None = None,
     validate: bool = False,
 ) -> ResultsImport:
-    """Import a Karenina results export (2.0-2.2) or results database (SQLite) into a run.
-
-    Atomic per run; re-importing rows of a run replaces those with the same identity (run
-    name, question, template, answering model, judge, replicate) and keeps the others.
-    ``benchmark`` says which stored benchmark a question id means when several have it.
-    ``validate`` checks the loaded run against the shapes before publishing it (a Violation
-    refuses it, warnings are returned); off by default, as it costs about one more import
-    (docs/performance.md § Results); ``validate_store`` checks stored runs any time.
-    """
+    """``Store.import_results``: a results database goes to ``import_results_db``; with
+    ``validate``, validation's check runs on the loaded run before it is published."""
     if is_sqlite(source):
         found = import_results_db(store, source, benchmark=benchmark, run=run)
         if len(found) == 1:
@@ -273,15 +260,14 @@ def import_results(
 def import_results_db(
     store: GraphStore, source: str | Path, *, benchmark: str | None = None, run: str | None = None
 ) -> list[ResultsImport]:
-    """Import the runs of a Karenina results database (SQLite; ``run`` picks one by id or
-    name), each atomic, as ``import_results`` imports an export."""
+    """``Store.import_results_db``: each run of the database imported as an export is."""
     return _import_results_db(store, source, benchmark=benchmark, run_id=run)
 
 
 # -- several files -------------------------------------------------------------------------
 def import_paths(store: GraphStore, paths: Iterable[str | Path], *, validate: bool = True) -> ImportReport:
-    """Import every checkpoint and results export found (benchmarks first); a bad file is
-    reported and the others still imported."""
+    """``Store.import_paths``: benchmarks first (result rows link to their questions); a bad
+    file is reported and the others still imported."""
     report = ImportReport()
     files = checkpoint_files(paths)
     results = [f for f in files if f.exists() and looks_like_results(f)]

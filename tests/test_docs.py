@@ -31,14 +31,11 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def test_every_cli_command_is_documented() -> None:
     # The command line as a user meets it (click's view of the typer app, group modules merged).
-    import click
     import typer
 
-    cli = typer.main.get_command(app)
-    assert isinstance(cli, click.Group)
-    commands = cli.commands
+    commands = typer.main.get_command(app).commands  # type: ignore[attr-defined]
     assert commands, "no commands registered"
-    groups = {name: c for name, c in commands.items() if isinstance(c, click.Group)}
+    groups = {name: c for name, c in commands.items() if hasattr(c, "commands")}
     assert sorted(groups) == ["results", "templates"]
     for name, command in commands.items():
         if name in groups:
