@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pyoxigraph as ox
 
 from karenina_rdf.rdf._graph import solutions, term_value
-from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, SCHEMA
+from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KAR, MODELS_GRAPH, SCHEMA
 from karenina_rdf.store._store import Store
 
 from ._protocol import GRAPHS, MEDIA_TYPES, RESULTS, SUFFIXES
@@ -202,7 +202,7 @@ class Site:
         reached = f"{node} (<{_ANY}>|!<{_ANY}>)* ?s FILTER(?s = {node} || STRSTARTS(STR(?s), {under}))"
         if where.is_owner:
             # A run's tallies link to it, not it to them; they are few, found by their type.
-            reached = f"{{ {reached} }} UNION {{ ?s a <{KARENINA}Tally> }}"
+            reached = f"{{ {reached} }} UNION {{ ?s a {KAR.Tally.nt} }}"
         return f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {reached} ?s ?p ?o }}", {"default_graph": graphs}
 
     def types(self, where: Located) -> set[str]:
@@ -249,7 +249,7 @@ class Site:
         return t.triples
 
     def _triple_count(self, bench: str) -> int:
-        value = self.store._catalog_value(bench, KARENINA + "tripleCount")
+        value = self.store._catalog_value(bench, KAR.tripleCount)
         try:
             return int(value) if value is not None else 0
         except ValueError:  # an update may have written anything there
@@ -264,7 +264,7 @@ class Site:
         t.add(root, DCT + "title", ox.Literal("karenina-rdf benchmarks"))
         t.add(root, VOID + "sparqlEndpoint", ox.NamedNode(endpoint))
         t.add(root, VOID + "uriSpace", ox.Literal(self.base + "benchmarks/"))
-        for vocab in (SCHEMA, KARENINA):
+        for vocab in (SCHEMA, KAR.base):
             t.add(root, VOID + "vocabulary", ox.NamedNode(vocab))
         total = 0
         classes = self._class_counts()

@@ -21,7 +21,7 @@ from karenina_rdf.authoring._question import Question
 from karenina_rdf.checkpoint._export import benchmark_json
 from karenina_rdf.rdf._graph import DATA_FEED_ELEMENT, node_index, solutions, term_value
 from karenina_rdf.rdf._ids import item_iri
-from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KARENINA, PREFIXES, SCHEMA
+from karenina_rdf.rdf._vocab import CATALOG_GRAPH, KAR, PREFIXES, SCHEMA
 from karenina_rdf.store._store import Store
 
 PAGE_SIZE = 100
@@ -210,11 +210,11 @@ def benchmark_header(store: Store, bench: str, graph: ox.NamedNode, questions: i
         q.predicate.value: term_value(q.object)
         for q in store.oxigraph.quads_for_pattern(ox.NamedNode(bench), None, None, CATALOG_GRAPH)
     }
-    triples = catalog.get(KARENINA + "tripleCount")
+    triples = catalog.get(KAR.tripleCount)
     return BenchmarkHeader(
         info=info,
-        imported_at=catalog.get(KARENINA + "importedAt"),
-        source=catalog.get(KARENINA + "importedFrom"),
+        imported_at=catalog.get(KAR.importedAt),
+        source=catalog.get(KAR.importedFrom),
         triples=int(triples) if triples is not None else None,
     )
 

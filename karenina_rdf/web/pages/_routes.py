@@ -26,7 +26,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 from karenina_rdf._errors import InvalidValueError, NotFoundError
 from karenina_rdf.rdf._graph import term_value
 from karenina_rdf.rdf._ids import owning_question, unsegment
-from karenina_rdf.rdf._vocab import KARENINA, PREFIXES, SCHEMA, sparql_prefixes
+from karenina_rdf.rdf._vocab import KAR, PREFIXES, SCHEMA, sparql_prefixes
 from karenina_rdf.results._model import RDFS
 from karenina_rdf.results._runs import resolve_run
 from karenina_rdf.sparql._named import named_queries
@@ -248,7 +248,7 @@ class Pages:
         if located.kind == "run" and not located.whole_graph:
             if located.is_owner:
                 return await self._run_page(request, located)
-            if KARENINA + "VerificationResult" in types:
+            if KAR.VerificationResult in types:
                 page = await self._result_page(located)
                 if page is not None:
                     return page
