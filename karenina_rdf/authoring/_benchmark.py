@@ -37,7 +37,7 @@ from karenina_rdf.checkpoint import (
 )
 from karenina_rdf.rdf import (
     DATA_FEED_ELEMENT,
-    KARENINA,
+    KAR,
     SCHEMA,
     Index,
     count_items,
@@ -235,7 +235,7 @@ class Benchmark:
         item["@id"] = question_id
         change(item["item"])
         item["dateModified"] = _now()
-        position = index[node].get(KARENINA + "position")
+        position = index[node].get(KAR.position)
         self._write_item(question_id, item, int(position[0].value) if position else 0, index)
 
     # -- metadata --------------------------------------------------------------------------
@@ -454,7 +454,7 @@ class Benchmark:
 
     def _next_position(self) -> int:
         rows = self.store.oxigraph.query(
-            f"SELECT (MAX(?p) AS ?m) WHERE {{ <{self.iri}> <{DATA_FEED_ELEMENT}> ?i . ?i <{KARENINA}position> ?p }}",
+            f"SELECT (MAX(?p) AS ?m) WHERE {{ <{self.iri}> <{DATA_FEED_ELEMENT}> ?i . ?i {KAR.position.nt} ?p }}",
             default_graph=self._graph,
         )
         m = next(solutions(rows))["m"]
@@ -464,16 +464,16 @@ class Benchmark:
         index = self._item_index(question_id)
         if index is None:
             return False
-        pos = index[self._item_iri(question_id)].get(KARENINA + "position")
+        pos = index[self._item_iri(question_id)].get(KAR.position)
         position = int(pos[0].value) if pos else 0
         old = index_triples(index)
         old.add((ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id))))
         graph = self._graph
         # Later items move up one, so positions stay 0..n-1, as a re-import would number them.
         renumber = (
-            f"DELETE {{ GRAPH {graph} {{ ?i <{KARENINA}position> ?p }} }} "
-            f"INSERT {{ GRAPH {graph} {{ ?i <{KARENINA}position> ?q }} }} "
-            f"WHERE {{ GRAPH {graph} {{ <{self.iri}> <{DATA_FEED_ELEMENT}> ?i . ?i <{KARENINA}position> ?p "
+            f"DELETE {{ GRAPH {graph} {{ ?i {KAR.position.nt} ?p }} }} "
+            f"INSERT {{ GRAPH {graph} {{ ?i {KAR.position.nt} ?q }} }} "
+            f"WHERE {{ GRAPH {graph} {{ <{self.iri}> <{DATA_FEED_ELEMENT}> ?i . ?i {KAR.position.nt} ?p "
             f"FILTER(?p > {position}) BIND(?p - 1 AS ?q) }} }}"
         )
         self._apply(diff_update(graph, old, set()), renumber, self._touch())

@@ -8,7 +8,7 @@ from typing import IO, Any
 
 import pyoxigraph as ox
 
-from karenina_rdf.rdf import KARENINA, SCHEMA
+from karenina_rdf.rdf import KAR, SCHEMA
 from karenina_rdf.rdf import terms as t
 
 from ._properties import Index, first, properties_json
@@ -17,7 +17,7 @@ from ._template_defaults import default_template, template_name
 CANONICAL_CONTEXT: dict[str, Any] = {
     "@version": 1.1,
     "@vocab": "https://schema.org/",
-    "karenina": "urn:karenina:vocab:",
+    "karenina": KAR.base,
     "dataFeedElement": {"@id": "dataFeedElement", "@container": "@set"},
     "item": {"@id": "item", "@type": "@id"},
     "acceptedAnswer": {"@id": "acceptedAnswer", "@type": "@id"},
@@ -28,8 +28,8 @@ CANONICAL_CONTEXT: dict[str, Any] = {
 }
 
 
-def _get(index: Index, s: str, local: str, ns: str = SCHEMA) -> Any:
-    return first(index, s, ns + local)
+def _get(index: Index, s: str, local: str) -> Any:
+    return first(index, s, SCHEMA + local)
 
 
 def _objects(index: Index, s: str, local: str) -> list[str]:
@@ -37,7 +37,7 @@ def _objects(index: Index, s: str, local: str) -> list[str]:
 
 
 def _ordered(index: Index, nodes: list[str]) -> list[str]:
-    return sorted(nodes, key=lambda n: _get(index, n, "position", KARENINA) or 0)
+    return sorted(nodes, key=lambda n: first(index, n, KAR.position) or 0)
 
 
 def _put(out: dict[str, Any], key: str, value: Any) -> None:
@@ -49,20 +49,20 @@ def _list(index: Index, s: str, key: str, values: list[Any]) -> list[Any] | None
     """A list as Karenina writes it: present when non-empty or when the source had it empty."""
     if values:
         return values
-    empty = _get(index, s, "emptyLists", KARENINA) or []
+    empty = first(index, s, KAR.emptyLists) or []
     return [] if key in empty else None
 
 
 def _with_id(index: Index, s: str, type_name: str) -> dict[str, Any]:
     out: dict[str, Any] = {"@type": type_name}
-    _put(out, "@id", _get(index, s, "sourceId", KARENINA))
+    _put(out, "@id", first(index, s, KAR.sourceId))
     return out
 
 
 def benchmark_json(index: Index, b: str, items: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     """The root object; ``items`` defaults to the items found in ``index``."""
     out: dict[str, Any] = {"@context": CANONICAL_CONTEXT, "@type": "DataFeed"}
-    if not _get(index, b, "derivedIdentifier", KARENINA):
+    if not first(index, b, KAR.derivedIdentifier):
         out["@id"] = _get(index, b, "identifier")
     for key in ("name", "description", "version"):
         _put(out, key, _get(index, b, key))
@@ -83,7 +83,7 @@ def benchmark_json(index: Index, b: str, items: list[dict[str, Any]] | None = No
     if items is None:
         items = [item_json(index, i) for i in _ordered(index, _objects(index, b, "dataFeedElement"))]
     out["dataFeedElement"] = items
-    scenarios = [_get(index, s, "scenarioJson", KARENINA) for s in _ordered(index, _objects(index, b, "hasPart"))]
+    scenarios = [first(index, s, KAR.scenarioJson) for s in _ordered(index, _objects(index, b, "hasPart"))]
     _put(out, "hasPart", _list(index, b, "hasPart", scenarios))
     _put(out, "additionalProperty", _list(index, b, "additionalProperty", properties_json(index, b, "benchmark") or []))
     return out
@@ -92,10 +92,10 @@ def benchmark_json(index: Index, b: str, items: list[dict[str, Any]] | None = No
 def item_json(index: Index, i: str) -> dict[str, Any]:
     q = _objects(index, i, "item")[0]
     out: dict[str, Any] = {"@type": "DataFeedItem"}
-    if not _get(index, i, "derivedIdentifier", KARENINA):
+    if not first(index, i, KAR.derivedIdentifier):
         out["@id"] = _get(index, q, "identifier")
     else:
-        _put(out, "@id", _get(index, i, "sourceId", KARENINA))
+        _put(out, "@id", first(index, i, KAR.sourceId))
     for key in ("dateCreated", "dateModified"):
         _put(out, key, _get(index, i, key))
     out["item"] = question_json(index, q)
@@ -126,7 +126,7 @@ def question_json(index: Index, q: str) -> dict[str, Any]:
     ratings = [rating_json(index, r) for r in _ordered(index, _objects(index, q, "contentRating"))]
     _put(out, "rating", _list(index, q, "rating", ratings))
     _put(out, "additionalProperty", _list(index, q, "additionalProperty", properties_json(index, q, "question") or []))
-    _put(out, "keywords", _get(index, q, "keywordOrder", KARENINA))
+    _put(out, "keywords", first(index, q, KAR.keywordOrder))
     return out
 
 
@@ -142,7 +142,7 @@ def rating_json(index: Index, r: str) -> dict[str, Any]:
     for key in ("name", "description", "bestRating", "worstRating", "ratingValue", "ratingExplanation"):
         _put(out, key, _get(index, r, key))
     kind = index[r][SCHEMA + "additionalType"][0].value
-    out["additionalType"] = "karenina:" + kind.removeprefix(KARENINA)
+    out["additionalType"] = "karenina:" + kind.removeprefix(KAR.base)
     _put(out, "additionalProperty", _list(index, r, "additionalProperty", properties_json(index, r, "trait") or []))
     return out
 

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 from karenina_rdf._errors import CheckpointError, InvalidTypeError, Problem
 from karenina_rdf.rdf import (
-    KARENINA,
+    KAR,
     RDF,
     SCHEMA,
     TRAIT_TYPES,
@@ -42,10 +42,6 @@ _TYPE = t.iri(RDF + "type")
 
 def _s(local: str) -> str:
     return t.iri(SCHEMA + local)
-
-
-def _k(local: str) -> str:
-    return t.iri(KARENINA + local)
 
 
 class Writer(Protocol):
@@ -230,13 +226,13 @@ class _Mapper:
     def source_id(self, s: str, node: dict[str, Any], ptr: str) -> None:
         value = self.text(node, "@id", ptr)
         if value is not None:
-            self.add(s, _k("sourceId"), t.string(value))
+            self.add(s, KAR.sourceId.nt, t.string(value))
 
     def empty_lists(self, s: str, node: dict[str, Any], keys: tuple[str, ...]) -> None:
         # An empty array and a missing key read the same to Karenina but are written back as found.
         empty = [k for k in keys if node.get(k) == []]
         if empty:
-            self.add(s, _k("emptyLists"), t.json_literal(empty))
+            self.add(s, KAR.emptyLists.nt, t.json_literal(empty))
 
     # -- nodes -----------------------------------------------------------------------------
     def benchmark(self, doc: Any) -> MappedBenchmark:
@@ -276,7 +272,7 @@ class _Mapper:
         self.add(B, _TYPE, _s("DataFeed"))
         self.add(B, _s("identifier"), t.string(bid))
         if derived:
-            self.add(B, _k("derivedIdentifier"), t.boolean(True))
+            self.add(B, KAR.derivedIdentifier.nt, t.boolean(True))
         if name is not None:
             self.add(B, _s("name"), t.string(name))
         self.literal(B, _s("description"), root, "description", "")
@@ -355,11 +351,11 @@ class _Mapper:
         self.at(Q, f"{ptr}/item")
         self.add(t.iri(b), _s("dataFeedElement"), it)
         self.add(it, _TYPE, _s("DataFeedItem"))
-        self.add(it, _k("position"), t.integer(i))
+        self.add(it, KAR.position.nt, t.integer(i))
         if not item.get("@id"):
-            self.add(it, _k("derivedIdentifier"), t.boolean(True))
+            self.add(it, KAR.derivedIdentifier.nt, t.boolean(True))
             if "@id" in item:  # an empty id: Karenina derives the id but writes "" back
-                self.add(it, _k("sourceId"), t.string(""))
+                self.add(it, KAR.sourceId.nt, t.string(""))
         self.add(it, _s("item"), t.iri(Q))
         self.literal(it, _s("dateCreated"), item, "dateCreated", ptr, required=True)
         self.literal(it, _s("dateModified"), item, "dateModified", ptr, required=True)
@@ -388,7 +384,7 @@ class _Mapper:
         if text == "":
             self.fail(f"{ptr}/text", "question has an empty text")
         if text is not None:
-            self.add(Q, _k("textMd5"), t.string(md5_hex(text)))
+            self.add(Q, KAR.textMd5.nt, t.string(md5_hex(text)))
         if "acceptedAnswer" not in node:
             self.fail(ptr, "missing required field 'acceptedAnswer'")
         else:
@@ -416,7 +412,7 @@ class _Mapper:
         if words is not None:
             for w in dict.fromkeys(words):
                 self.add(Q, _s("keywords"), t.string(w))
-            self.add(Q, _k("keywordOrder"), t.json_literal(words))
+            self.add(Q, KAR.keywordOrder.nt, t.json_literal(words))
         self.empty_lists(Q, node, ("rating", "additionalProperty"))
 
     def template(self, q: str, value: Any, ptr: str, question: str) -> None:
@@ -438,9 +434,9 @@ class _Mapper:
         if source is not None:
             if self.templates is not None:
                 self.templates.append((f"{q}/template", source))
-            self.add(T, _k("templateId"), t.string(template_id(source)))
+            self.add(T, KAR.templateId.nt, t.string(template_id(source)))
             if is_default_template(source, question):
-                self.add(T, _k("isDefaultTemplate"), t.boolean(True))
+                self.add(T, KAR.isDefaultTemplate.nt, t.boolean(True))
 
     def ratings(self, owner: str, node: dict[str, Any], ptr: str, scope: str | None) -> None:
         ratings = self.array(node, "rating", ptr)
@@ -481,8 +477,8 @@ class _Mapper:
         self.at(T[1:-1], ptr)
         self.add(t.iri(owner), _s("contentRating"), T)
         self.add(T, _TYPE, _s("Rating"))
-        self.add(T, _TYPE, _k(cls))
-        self.add(T, _k("position"), t.integer(i))
+        self.add(T, _TYPE, KAR.term(cls).nt)
+        self.add(T, KAR.position.nt, t.integer(i))
         self.source_id(T, r, ptr)
         if name is not None:
             self.add(T, _s("name"), t.string(name))
@@ -497,8 +493,8 @@ class _Mapper:
         if "ratingValue" in r:
             self.add(T, _s("ratingValue"), t.value(r["ratingValue"]))
         self.literal(T, _s("ratingExplanation"), r, "ratingExplanation", ptr)
-        self.add(T, _s("additionalType"), _k(local))
-        self.add(T, _k("traitKind"), t.string(kind))
+        self.add(T, _s("additionalType"), KAR.term(local).nt)
+        self.add(T, KAR.traitKind.nt, t.string(kind))
         pvs = self.array(r, "additionalProperty", ptr)
         if pvs is not None:
             self.triples.extend(map_properties(T[1:-1], "trait", pvs, f"{ptr}/additionalProperty", self))
@@ -517,12 +513,12 @@ class _Mapper:
         S = t.iri(child_iri(b, "scenarios", name or "", taken))
         self.at(S[1:-1], ptr)
         self.add(t.iri(b), _s("hasPart"), S)
-        self.add(S, _TYPE, _k("Scenario"))
-        self.add(S, _k("position"), t.integer(i))
+        self.add(S, _TYPE, KAR.Scenario.nt)
+        self.add(S, KAR.position.nt, t.integer(i))
         if name is not None:
             self.add(S, _s("name"), t.string(name))
         # Scenario graphs are plain JSON with no schema.org meaning (spec §13): kept whole.
-        self.add(S, _k("scenarioJson"), t.json_literal(s))
+        self.add(S, KAR.scenarioJson.nt, t.json_literal(s))
 
 
 def identity(root: Any, base_iri: str, keep_id: str | None = None) -> tuple[str, str, bool]:

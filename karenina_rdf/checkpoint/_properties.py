@@ -18,7 +18,7 @@ from karenina_rdf.rdf import (
     BENCHMARK_SETTINGS,
     CUSTOM_PREFIX,
     JSON_STRING_SETTINGS,
-    KARENINA,
+    KAR,
     QUESTION_SETTINGS,
     RDF,
     SCHEMA,
@@ -31,7 +31,11 @@ from karenina_rdf.rdf import terms as t
 Index = Mapping[str, Mapping[str, Sequence[Any]]]
 
 _BOOL_WORDS = {"true", "false", "1", "0", "yes", "no", "on", "off", "t", "f", "y", "n"}
-_LAYOUT = KARENINA + "propertyLayout"
+_LAYOUT = KAR.propertyLayout
+# The typed predicate of each known setting, looked up once: a name the vocabulary lacks fails at import.
+_QUESTION_PREDICATES = {name: KAR.term(camel(name)) for name in QUESTION_SETTINGS}
+_BENCHMARK_PREDICATES = {name: KAR.term(camel(name)) for name in BENCHMARK_SETTINGS}
+_TRAIT_PREDICATES = {name: KAR.term(camel(name)) for name in TRAIT_SETTINGS}
 
 
 class Reporter(Protocol):
@@ -45,17 +49,18 @@ class Reporter(Protocol):
 def predicate(owner_kind: str, name: str) -> str | None:
     """The typed predicate for a property name on a benchmark, question or trait, if known."""
     if owner_kind == "question":
-        if name in QUESTION_SETTINGS:
-            return KARENINA + camel(name)
+        if name in _QUESTION_PREDICATES:
+            return _QUESTION_PREDICATES[name]
         if name.startswith(CUSTOM_PREFIX):
-            return KARENINA + segment(name)
+            # The whole name segment-escaped; escaping leaves the "custom_" it starts with as it is.
+            return KAR.custom_property(segment(name).removeprefix(CUSTOM_PREFIX))
         return None
     if owner_kind == "benchmark":
-        if name in BENCHMARK_SETTINGS:
-            return KARENINA + camel(name)
+        if name in _BENCHMARK_PREDICATES:
+            return _BENCHMARK_PREDICATES[name]
         # Every other benchmark property is a user custom property (spec §5).
-        return KARENINA + CUSTOM_PREFIX + segment(name)
-    return KARENINA + camel(name) if name in TRAIT_SETTINGS else None
+        return KAR.custom_property(segment(name))
+    return _TRAIT_PREDICATES.get(name)
 
 
 def _decode(name: str, value: Any) -> tuple[Any, bool]:
@@ -145,7 +150,7 @@ def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report
         triples.append((subj, t.iri(SCHEMA + "additionalProperty"), P))
         triples.append((P, t.iri(RDF + "type"), t.iri(SCHEMA + "PropertyValue")))
         triples.append((P, t.iri(SCHEMA + "name"), t.string(name)))
-        triples.append((P, t.iri(KARENINA + "position"), t.integer(i)))
+        triples.append((P, KAR.position.nt, t.integer(i)))
         if has_value:
             triples.append((P, t.iri(SCHEMA + "value"), t.value(pv["value"])))
         layout.append(["@", i])

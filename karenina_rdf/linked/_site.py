@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pyoxigraph as ox
 
 from karenina_rdf._store import Store
-from karenina_rdf.rdf import CATALOG_GRAPH, KARENINA, MODELS_GRAPH, SCHEMA, solutions, term_value
+from karenina_rdf.rdf import CATALOG_GRAPH, KAR, MODELS_GRAPH, SCHEMA, solutions, term_value
 from karenina_rdf.sparql import GRAPHS, MEDIA_TYPES, RESULTS, SUFFIXES
 from karenina_rdf.store import TRIPLE_COUNT
 
@@ -201,7 +201,7 @@ class Site:
         reached = f"{node} (<{_ANY}>|!<{_ANY}>)* ?s FILTER(?s = {node} || STRSTARTS(STR(?s), {under}))"
         if where.is_owner:
             # A run's tallies link to it, not it to them; they are few, found by their type.
-            reached = f"{{ {reached} }} UNION {{ ?s a <{KARENINA}Tally> }}"
+            reached = f"{{ {reached} }} UNION {{ ?s a {KAR.Tally.nt} }}"
         return f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {reached} ?s ?p ?o }}", {"default_graph": graphs}
 
     def types(self, where: Located) -> set[str]:
@@ -263,7 +263,7 @@ class Site:
         t.add(root, DCT + "title", ox.Literal("karenina-rdf benchmarks"))
         t.add(root, VOID + "sparqlEndpoint", ox.NamedNode(endpoint))
         t.add(root, VOID + "uriSpace", ox.Literal(self.base + "benchmarks/"))
-        for vocab in (SCHEMA, KARENINA):
+        for vocab in (SCHEMA, KAR.base):
             t.add(root, VOID + "vocabulary", ox.NamedNode(vocab))
         total = 0
         classes = self._class_counts()

@@ -13,7 +13,7 @@ from typing import Any
 import pyoxigraph as ox
 
 from . import _terms as t
-from ._vocab import KARENINA, SCHEMA
+from ._vocab import KAR, SCHEMA
 
 Index = dict[str, dict[str, list[Any]]]
 QuadTerms = tuple[ox.NamedNode, ox.NamedNode, Any]
@@ -96,8 +96,7 @@ def ordered_items(store: ox.Store, graph: ox.NamedNode, bench: str) -> list[str]
     """The benchmark's DataFeedItem IRIs in checkpoint order."""
     rows = solutions(
         store.query(
-            f"SELECT ?i ?pos WHERE {{ <{bench}> <{DATA_FEED_ELEMENT}> ?i . "
-            f"OPTIONAL {{ ?i <{KARENINA}position> ?pos }} }}",
+            f"SELECT ?i ?pos WHERE {{ <{bench}> <{DATA_FEED_ELEMENT}> ?i . OPTIONAL {{ ?i {KAR.position.nt} ?pos }} }}",
             default_graph=graph,
         )
     )

@@ -6,6 +6,8 @@ import re
 
 import pyoxigraph as ox
 
+from ._namespace import ClosedNamespace, OpenFamily
+
 SCHEMA = "https://schema.org/"
 # Karenina's own canonical context binds `karenina:` to this URN; reusing it means an
 # `additionalType` CURIE in a checkpoint and the IRI in the store are the same term.
@@ -133,3 +135,114 @@ DYNAMIC_TRAIT_CLASSES = {
     "metric": "MetricRubricTrait",
     "agentic": "AgenticRubricTrait",
 }
+
+
+# -- the karenina: vocabulary ------------------------------------------------------------------
+def _words(*sections: str) -> tuple[str, ...]:
+    return tuple(word for section in sections for word in section.split())
+
+
+# Every karenina: term the package writes, reads or queries, and every one the shapes, the named
+# queries and the docs use: tests/test_vocabulary.py checks them all, and every attribute of KAR
+# the package spells. A term may be listed in more than one section.
+KARENINA_TERMS = _words(
+    # The catalog graph and the store node (data-model §2); a run's catalog entry (§9).
+    "graph contentHash sourceSha256 tripleCount importedFrom importedAt baseIri pendingGraph runGraph",
+    # Benchmark nodes (§4): order, identity kept from the file, Karenina's derived values.
+    "position sourceId derivedIdentifier emptyLists propertyLayout textMd5 keywordOrder",
+    "templateId isDefaultTemplate traitKind Scenario scenarioJson",
+    # Settings become typed data (§5): QUESTION_SETTINGS, BENCHMARK_SETTINGS, TRAIT_SETTINGS, camelCased.
+    "finished author sources fewShotExamples answerNotes workspacePath",
+    "benchmarkFormatVersion benchmarkType",
+    "higherIsBetter summary minScore maxScore kind classes deepJudgmentEnabled deepJudgmentExcerptEnabled",
+    "deepJudgmentSearchEnabled deepJudgmentMaxExcerpts deepJudgmentExcerptRetryAttempts",
+    "deepJudgmentFuzzyMatchThreshold pattern caseSensitive invertResult callableCode metrics tpInstructions",
+    "tnInstructions repeatedExtraction evaluationMode contextMode materializeTrace persistTrace maxTurns",
+    "timeoutSeconds modelOverride dynamicTraitType",
+    # Rubric traits: the trait classes (DYNAMIC_TRAIT_CLASSES) and the 14 additionalType values (TRAIT_TYPES).
+    "LLMRubricTrait RegexRubricTrait CallableRubricTrait MetricRubricTrait AgenticRubricTrait DynamicRubricTrait",
+    "GlobalRubricTrait GlobalLLMRubricTrait GlobalRegexTrait GlobalCallableTrait GlobalMetricRubricTrait",
+    "GlobalAgenticRubricTrait GlobalDynamicRubricTrait",
+    "QuestionSpecificRubricTrait QuestionSpecificLLMRubricTrait QuestionSpecificRegexTrait",
+    "QuestionSpecificCallableTrait QuestionSpecificMetricRubricTrait QuestionSpecificAgenticRubricTrait",
+    "QuestionSpecificDynamicRubricTrait",
+    # Runs (§9): the run node, its import records, what verify records, the header of an export
+    # (results._runs RUN_METADATA, SHARED_DATA, TOP_LEVEL; results._model JOB_SUMMARY).
+    "VerificationRun ResultsImport import resultCount formatVersion runStatus configuration versions",
+    "benchmarkGraph runMetadataVerbatim sharedDataVerbatim jobSummaryVerbatim jobSummaryNull",
+    "exportTimestamp kareninaVersion jobId verificationConfig rubricDefinition scenarioResults",
+    "totalQuestions successfulCount failedCount startTime endTime totalDuration isComplete",
+    # Tallies: counts per (answering model, judge, benchmark) of a run.
+    "Tally answeringModel parsingModel benchmark results verified passed failures",
+    # Models (results._model MODEL_IDENTITY).
+    "Model canonicalKey interface tools configId",
+    # A result (results._model METADATA, TEMPLATE, RUBRIC, DEEP_JUDGMENT, DEEP_JUDGMENT_RUBRIC, ROOT).
+    "VerificationResult template templatePart legacyFields rowKeyOrder emptyDicts",
+    "questionId templateId failure caveats warnings partialContent retryCounts questionText rawAnswer keywords",
+    "answeringSystemPrompt parsingSystemPrompt executionTime timestamp resultId runName replicate",
+    "fewShotEnabled fewShotExampleCount evaluationMode scenarioId scenarioNode scenarioTurn scenarioPath",
+    "rawLlmResponse traceMessages conversationContext parsedGtResponse parsedLlmResponse",
+    "templateVerificationPerformed verifyResult verifyGranularResult fieldVerificationError fieldResults",
+    "fieldScores compositionStrategy embeddingCheckPerformed embeddingSimilarityScore embeddingOverrideApplied",
+    "embeddingModelUsed regexValidationsPerformed regexValidationResults regexValidationDetails",
+    "regexOverallSuccess regexExtractionResults recursionLimitReached responseTimeoutPartial usageUnavailable",
+    "investigationTrace agenticParsingPerformed agenticExtractionRecovery agenticExtractionError",
+    "dynamicParsingPerformed dynamicParseDecision dynamicDecisionReasoning abstentionCheckPerformed",
+    "abstentionDetected abstentionOverrideApplied abstentionReasoning sufficiencyCheckPerformed",
+    "sufficiencyDetected sufficiencyOverrideApplied sufficiencyReasoning answeringMcpServers usageMetadata",
+    "agentMetrics",
+    "rubricEvaluationPerformed rubricEvaluationStrategy llmTraitScores llmTraitLabels regexTraitScores",
+    "callableTraitScores metricTraitScores metricTraitConfusionLists agenticTraitScores",
+    "agenticTraitInvestigationTraces agenticTraitExtractionMetadata dynamicRubricSkippedTraits",
+    "dynamicRubricPromotedTraits traitProvenance",
+    "deepJudgmentMode deepJudgmentPerformed extractedExcerpts attributeReasoning deepJudgmentStagesCompleted",
+    "deepJudgmentModelCalls deepJudgmentExcerptRetryCount attributesWithoutExcerpts deepJudgmentSearchEnabled",
+    "hallucinationRiskAssessment",
+    "deepJudgmentRubricPerformed extractedRubricExcerpts rubricTraitReasoning deepJudgmentRubricScores",
+    "standardRubricScores traitMetadata traitsWithoutValidExcerpts rubricHallucinationRiskAssessment",
+    "totalDeepJudgmentModelCalls totalTraitsEvaluated totalExcerptRetries",
+    "evaluationInput usedFullTrace traceExtractionError",
+    # A result's parts: the link to a part's node and its class, a part that was not an object,
+    # a model identity that was not a ModelIdentity.
+    "rubric deepJudgment deepJudgmentRubric RubricEvaluation DeepJudgment",
+    "templateVerbatim rubricVerbatim deepJudgmentVerbatim deepJudgmentRubricVerbatim",
+    "answeringIdentity parsingIdentity",
+    # Fields beyond Karenina's and keys out of Karenina's order, per part (ResultMapper._part).
+    "metadataExtraFields metadataKeyOrder templateExtraFields templateKeyOrder rubricExtraFields rubricKeyOrder",
+    "deepJudgmentExtraFields deepJudgmentKeyOrder deepJudgmentRubricExtraFields deepJudgmentRubricKeyOrder",
+    "resultExtraFields resultKeyOrder jobSummaryExtraFields jobSummaryKeyOrder runMetadataExtraFields",
+    "runMetadataKeyOrder sharedDataExtraFields sharedDataKeyOrder exportExtraFields exportKeyOrder",
+    # Failures (the scheme karenina:failure is also the predicate to a result's failure node).
+    "failure Failure failureCategory failureGroup failureStage failureDetails",
+    # Token usage per stage (results._model USAGE_KEYS) and its cost.
+    "tokenUsage TokenUsage stage inputTokens outputTokens totalTokens model inputTokenDetails outputTokenDetails",
+    "costUsd",
+    # Per-field results and scores.
+    "fieldOutcome FieldOutcome fieldResult fieldScore resultPosition scorePosition",
+    # Rubric trait scores, their metrics and confusion lists (results._model CONFUSION_BUCKETS).
+    "traitScore TraitScore traitName scoresTrait higherIsBetter scoreKind metricValue",
+    "label labelPosition provenance provenancePosition confusionPosition",
+    "tp fn fp tn tpCount fnCount fpCount tnCount",
+)
+
+KARENINA_FAMILIES = {
+    # A user's custom property (data-model §5): "custom_" + the property name as a path segment.
+    "custom_property": "custom_",
+    # Karenina's failure taxonomy as SKOS concepts (data-model §9), in the scheme KAR.failure.
+    "failure_category": "failure/",
+    "failure_group": "failure-group/",
+}
+
+
+class KareninaNamespace(ClosedNamespace):
+    """``karenina:`` (:data:`KARENINA`) as a closed namespace: :data:`KARENINA_TERMS` as
+    attributes, and the open families of IRIs that data completes."""
+
+    custom_property: OpenFamily
+    failure_category: OpenFamily
+    failure_group: OpenFamily
+
+
+# The one way to spell a karenina: IRI: KAR.position, KAR.position.nt ("<…>", for N-Triples),
+# KAR.position.node (a NamedNode), KAR.term(name) for a name known at run time.
+KAR = KareninaNamespace(KARENINA, KARENINA_TERMS, KARENINA_FAMILIES)

@@ -16,7 +16,7 @@ from typing import IO, Any
 
 import pyoxigraph as ox
 
-from karenina_rdf.rdf import KARENINA, MODELS_GRAPH, SCHEMA, Index, camel, node_index, solutions, unsegment
+from karenina_rdf.rdf import KAR, MODELS_GRAPH, SCHEMA, Index, camel, node_index, solutions, unsegment
 from karenina_rdf.rdf import terms as t
 
 from ._model import (
@@ -24,9 +24,7 @@ from ._model import (
     DEEP_JUDGMENT,
     DEEP_JUDGMENT_RUBRIC,
     EARL,
-    FAILURE,
     FAILURE_FIELDS,
-    FAILURE_GROUP,
     FORMAT_VERSION,
     PARTS,
     ROOT,
@@ -36,7 +34,11 @@ from ._model import (
     display_string,
 )
 
-_K = KARENINA
+# The predicates of a part kept whole (never the metadata: the mapper refuses a row without it),
+# of the link to a part's node, and of a usage stage's counts.
+_VERBATIM = {part: KAR.term(camel(part) + "Verbatim") for part, _, _ in PARTS if part != "metadata"}
+_PART_LINKS = {part: KAR.term(camel(part)) for part, _, suffix in PARTS if suffix}
+_USAGE = {key: KAR.term(camel(key)) for key in USAGE_KEYS}
 
 
 def _one(preds: dict[str, list[Any]], pred: str, default: Any = None) -> Any:
@@ -47,10 +49,10 @@ def _one(preds: dict[str, list[Any]], pred: str, default: Any = None) -> Any:
 
 
 def _reorder(obj: dict[str, Any], preds: dict[str, list[Any]], part: str) -> dict[str, Any]:
-    extras = _one(preds, _K + camel(part) + "ExtraFields")
+    extras = _one(preds, KAR.term(camel(part) + "ExtraFields"))
     if extras:
         obj.update(extras)
-    order = _one(preds, _K + camel(part) + "KeyOrder")
+    order = _one(preds, KAR.term(camel(part) + "KeyOrder"))
     if order:
         obj = {**{k: obj[k] for k in order if k in obj}, **{k: v for k, v in obj.items() if k not in order}}
     return obj
@@ -67,10 +69,10 @@ class ResultRebuilder:
         if iri not in self._models:
             preds = node_index(self.source, MODELS_GRAPH, [iri]).get(iri, {})
             self._models[iri] = {
-                "interface": _one(preds, _K + "interface"),
+                "interface": _one(preds, KAR.interface),
                 "model_name": _one(preds, SCHEMA + "name"),
-                "tools": _one(preds, _K + "tools", []),
-                "config_id": _one(preds, _K + "configId"),
+                "tools": _one(preds, KAR.tools, []),
+                "config_id": _one(preds, KAR.configId),
             }
         return deepcopy(self._models[iri])
 
@@ -89,7 +91,7 @@ class ResultRebuilder:
                 if ref:
                     out[f.name] = self._model(ref[0].value)
                 else:
-                    out[f.name] = _one(preds, _K + camel(f.name + "_identity"))
+                    out[f.name] = _one(preds, KAR.term(camel(f.name + "_identity")))
             elif f.store == "failure":
                 out[f.name] = self._failure(index, preds)
             elif f.store == "usage":
@@ -104,15 +106,15 @@ class ResultRebuilder:
         preds = index[r]
         row: dict[str, Any] = {}
         for part, fields, suffix in PARTS:
-            verbatim = preds.get(_K + camel(part) + "Verbatim")
+            verbatim = preds.get(_VERBATIM[part]) if part in _VERBATIM else None
             if verbatim:
                 row[part] = t.to_python(verbatim[0])
                 continue
-            if part == "template" and _one(preds, _K + "templatePart") is False:
+            if part == "template" and _one(preds, KAR.templatePart) is False:
                 row[part] = None
                 continue
             if suffix:
-                link = preds.get(_K + camel(part))
+                link = preds.get(_PART_LINKS[part])
                 if not link:
                     row[part] = None
                     continue
@@ -126,46 +128,46 @@ class ResultRebuilder:
         for f in ROOT:
             row[f.name] = _one(preds, f.predicate, f.default)
         row = _reorder(row, preds, "result")
-        order = _one(preds, _K + "rowKeyOrder")
+        order = _one(preds, KAR.rowKeyOrder)
         if order:
             row = {**{k: row[k] for k in order if k in row}, **{k: v for k, v in row.items() if k not in order}}
         return row
 
     def _failure(self, index: Index, preds: dict[str, list[Any]]) -> Any:
-        verbatim = preds.get(_K + "failure")
+        verbatim = preds.get(KAR.failure)
         if not verbatim:
             return None
         if isinstance(verbatim[0], ox.Literal):
             return t.to_python(verbatim[0])
         fp = index.get(verbatim[0].value, {})
-        category = fp[_K + "failureCategory"][0].value
-        group = fp.get(_K + "failureGroup")
+        category = fp[KAR.failureCategory][0].value
+        group = fp.get(KAR.failureGroup)
         values = {
-            "category": unsegment(category[len(FAILURE) :]),
-            "stage": _one(fp, _K + "failureStage"),
+            "category": unsegment(category[len(KAR.failure_category) :]),
+            "stage": _one(fp, KAR.failureStage),
             "reason": _one(fp, SCHEMA + "description"),
-            "details": _one(fp, _K + "failureDetails"),
-            "group": unsegment(group[0].value[len(FAILURE_GROUP) :]) if group else None,
+            "details": _one(fp, KAR.failureDetails),
+            "group": unsegment(group[0].value[len(KAR.failure_group) :]) if group else None,
         }
         return {f.name: values[f.name] for f in FAILURE_FIELDS}
 
     def _usage(self, index: Index, preds: dict[str, list[Any]], f: Field) -> Any:
-        nodes = preds.get(_K + "tokenUsage")
+        nodes = preds.get(KAR.tokenUsage)
         if not nodes:
             return _one(preds, f.predicate)
         stages = []
         for n in nodes:
             up = index.get(n.value, {})
-            counts = {k: _one(up, _K + camel(k)) for k in USAGE_KEYS if _K + camel(k) in up}
-            stages.append((_one(up, _K + "position"), _one(up, _K + "stage"), counts))
+            counts = {k: _one(up, p) for k, p in _USAGE.items() if p in up}
+            stages.append((_one(up, KAR.position), _one(up, KAR.stage), counts))
         return {stage: counts for _, stage, counts in sorted(stages, key=lambda s: s[0])}
 
     def _fields(self, index: Index, preds: dict[str, list[Any]], f: Field) -> Any:
         is_score = f.name == "field_scores"
-        value_pred = _K + ("fieldScore" if is_score else "fieldResult")
-        pos_pred = _K + ("scorePosition" if is_score else "resultPosition")
+        value_pred = KAR.fieldScore if is_score else KAR.fieldResult
+        pos_pred = KAR.scorePosition if is_score else KAR.resultPosition
         members = []
-        for n in preds.get(_K + "fieldOutcome", ()):
+        for n in preds.get(KAR.fieldOutcome, ()):
             fp = index.get(n.value, {})
             if pos_pred in fp:
                 members.append((_one(fp, pos_pred), _one(fp, SCHEMA + "name"), _one(fp, value_pred)))
@@ -175,16 +177,16 @@ class ResultRebuilder:
 
     def _scores(self, index: Index, node: str, obj: dict[str, Any]) -> None:
         preds = index.get(node, {})
-        empties = set(_one(preds, _K + "emptyDicts", []))
-        scores = [(n.value, index.get(n.value, {})) for n in preds.get(_K + "traitScore", ())]
+        empties = set(_one(preds, KAR.emptyDicts, []))
+        scores = [(n.value, index.get(n.value, {})) for n in preds.get(KAR.traitScore, ())]
 
         def collect(key: str, pos_pred: str, want: Any, value: Any) -> None:
-            verbatim = preds.get(_K + camel(key))
+            verbatim = preds.get(KAR.term(camel(key)))
             if verbatim:
                 obj[key] = t.to_python(verbatim[0])
                 return
             members = [
-                (_one(sp, pos_pred), _one(sp, _K + "traitName"), value(s, sp))
+                (_one(sp, pos_pred), _one(sp, KAR.traitName), value(s, sp))
                 for s, sp in scores
                 if pos_pred in sp and want(sp)
             ]
@@ -196,29 +198,27 @@ class ResultRebuilder:
         for kind, key in SCORE_DICTS.items():
             collect(
                 key,
-                _K + "position",
-                lambda sp, kind=kind: _one(sp, _K + "scoreKind") == kind,
+                KAR.position,
+                lambda sp, kind=kind: _one(sp, KAR.scoreKind) == kind,
                 (lambda s, sp: self._metrics(index, sp))
                 if kind == "metric"
                 else (lambda s, sp: _one(sp, SCHEMA + "value")),
             )
-        collect("llm_trait_labels", _K + "labelPosition", lambda sp: True, lambda s, sp: _one(sp, _K + "label"))
-        collect(
-            "trait_provenance", _K + "provenancePosition", lambda sp: True, lambda s, sp: _one(sp, _K + "provenance")
-        )
+        collect("llm_trait_labels", KAR.labelPosition, lambda sp: True, lambda s, sp: _one(sp, KAR.label))
+        collect("trait_provenance", KAR.provenancePosition, lambda sp: True, lambda s, sp: _one(sp, KAR.provenance))
         collect(
             "metric_trait_confusion_lists",
-            _K + "confusionPosition",
+            KAR.confusionPosition,
             lambda sp: True,
-            lambda s, sp: {b: _one(sp, _K + b) for b in CONFUSION_BUCKETS if _K + b in sp},
+            lambda s, sp: {b: _one(sp, KAR.term(b)) for b in CONFUSION_BUCKETS if KAR.term(b) in sp},
         )
 
     @staticmethod
     def _metrics(index: Index, sp: dict[str, list[Any]]) -> dict[str, Any]:
         ms = []
-        for m in sp.get(_K + "metricValue", ()):
+        for m in sp.get(KAR.metricValue, ()):
             mp = index.get(m.value, {})
-            ms.append((_one(mp, _K + "position"), _one(mp, SCHEMA + "name"), _one(mp, SCHEMA + "value")))
+            ms.append((_one(mp, KAR.position), _one(mp, SCHEMA + "name"), _one(mp, SCHEMA + "value")))
         return {name: v for _, name, v in sorted(ms, key=lambda m: m[0])}
 
 
@@ -375,9 +375,9 @@ def scored_names(source: ox.Store, graph: ox.NamedNode) -> set[str]:
     """Every trait name a run scores with an LLM, regex, callable or metric trait (Karenina's CSV
     columns), read from the graph so the rows can be streamed after the header is written."""
     kinds = ", ".join(f'"{k}"' for k in ("llm", "regex", "callable", "metric"))
-    q = f"""SELECT DISTINCT ?n WHERE {{ ?s <{_K}scoreKind> ?k ; <{_K}traitName> ?n FILTER(?k IN ({kinds})) }}"""
+    q = f"""SELECT DISTINCT ?n WHERE {{ ?s {KAR.scoreKind.nt} ?k ; {KAR.traitName.nt} ?n FILTER(?k IN ({kinds})) }}"""
     names = {t.to_python(s["n"]) for s in solutions(source.query(q, default_graph=graph))}
-    verbatim = ", ".join(f"<{_K}{camel(SCORE_DICTS[k])}>" for k in ("llm", "regex", "callable", "metric"))
+    verbatim = ", ".join(KAR.term(camel(SCORE_DICTS[k])).nt for k in ("llm", "regex", "callable", "metric"))
     found = source.query(f"SELECT ?v WHERE {{ ?r ?p ?v FILTER(?p IN ({verbatim})) }}", default_graph=graph)
     for s in solutions(found):
         value = t.to_python(s["v"])

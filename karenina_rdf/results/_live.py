@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from karenina_rdf._errors import VerificationError
-from karenina_rdf.rdf import KARENINA, MODELS_GRAPH, SCHEMA, child_iri, solutions, term_value
+from karenina_rdf.rdf import KAR, MODELS_GRAPH, SCHEMA, child_iri, solutions, term_value
 from karenina_rdf.rdf import terms as t
 from karenina_rdf.store import IMPORTED_AT, RUN_GRAPH, SOURCE
 
-from ._map import A, Context, Facts, ResultMapper, _k, result_iri
+from ._map import A, Context, Facts, ResultMapper, result_iri
 from ._model import PROV
 from ._runs import (
     _FACT_PREDICATES,
@@ -67,15 +67,15 @@ class RunProvenance:
     def triples(self, iri: str) -> list[tuple[str, str, str]]:
         run, agent, usage = f"<{iri}>", f"<{iri}/agent>", f"<{iri}/usage/benchmark>"
         out = [
-            (run, _k("configuration"), t.json_literal(self.configuration)),
+            (run, KAR.configuration.nt, t.json_literal(self.configuration)),
             (run, t.iri(PROV + "wasAssociatedWith"), agent),
             (agent, A, t.iri(PROV + "SoftwareAgent")),
             (agent, t.iri(SCHEMA + "name"), t.string("karenina-rdf")),
-            (agent, _k("versions"), t.json_literal(self.versions)),
+            (agent, KAR.versions.nt, t.json_literal(self.versions)),
             (run, t.iri(PROV + "qualifiedUsage"), usage),
             (usage, A, t.iri(PROV + "Usage")),
             (usage, t.iri(PROV + "entity"), f"<{self.benchmark_graph}>"),
-            (usage, t.iri(PROV + "hadRole"), _k("benchmarkGraph")),
+            (usage, t.iri(PROV + "hadRole"), KAR.benchmarkGraph.nt),
             (f"<{self.benchmark_graph}>", t.iri(PROV + "specializationOf"), f"<{self.benchmark}>"),
         ]
         if self.benchmark_version:
@@ -92,7 +92,7 @@ class RunProvenance:
 def run_configuration(store: GraphStore, run: str) -> dict[str, Any] | None:
     """The configuration a run made by ``verify`` recorded (``karenina:configuration``), or None."""
     iri, graph = resolve_run(store, run)
-    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(iri), ox.NamedNode(KARENINA + "configuration"), None, graph):
+    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(iri), ox.NamedNode(KAR.configuration), None, graph):
         value = json.loads(term_value(q.object))
         if isinstance(value, dict):
             return value
@@ -142,11 +142,11 @@ class LiveRun:
 
     # -- what is stored ------------------------------------------------------------------
     def _read_stored(self) -> None:
-        query = f"SELECT ?r ?p ?o WHERE {{ ?r a <{KARENINA}VerificationResult> ; ?p ?o }}"
+        query = f"SELECT ?r ?p ?o WHERE {{ ?r a {KAR.VerificationResult.nt} ; ?p ?o }}"
         preds: dict[str, dict[str, Any]] = {}
         for row in solutions(self.store.oxigraph.query(query, default_graph=self.graph)):
             r, p = term_value(row["r"]), term_value(row["p"])
-            if p == KARENINA + "position":
+            if p == KAR.position:
                 self.positions[r] = int(term_value(row["o"]))
             elif p in _FACT_PREDICATES:
                 preds.setdefault(r, {})[p] = row["o"]
@@ -215,7 +215,7 @@ class LiveRun:
             node = child_iri(r, "usage", stage, taken)  # the mapper names usage nodes the same way
             cost = costs.get(stage)
             if cost is not None:
-                self.mapper._add(f"<{node}>", _k("costUsd"), t.typed(f"{cost:.10f}", _XSD + "decimal"))
+                self.mapper._add(f"<{node}>", KAR.costUsd.nt, t.typed(f"{cost:.10f}", _XSD + "decimal"))
 
     def finish(self, summary: dict[str, Any], status: str) -> None:
         """The run's end: the final job summary and status (completed, interrupted, failed)."""
@@ -233,7 +233,7 @@ class LiveRun:
         mapper = self.mapper
         _header_lines(mapper, self.iri, self.run_id, self.header, self.links)
         run = f"<{self.iri}>"
-        mapper._add(run, _k("runStatus"), t.string(self.status))
+        mapper._add(run, KAR.runStatus.nt, t.string(self.status))
         for bench in sorted({f[2] for f in self.facts.values() if f[2] is not None} | self.links.used):
             mapper._add(run, t.iri(PROV + "used"), f"<{bench}>")
         for s, p, o in self.extra:
@@ -249,7 +249,7 @@ class LiveRun:
         self._refreshed = time.monotonic()
         self.store.oxigraph.update(
             f"DELETE WHERE {{ GRAPH {g} {{ {run} ?p ?o }} }} ;\n"
-            f"DELETE {{ GRAPH {g} {{ ?t ?p ?o }} }} WHERE {{ GRAPH {g} {{ ?t a <{KARENINA}Tally> ; ?p ?o }} }} ;\n"
+            f"DELETE {{ GRAPH {g} {{ ?t ?p ?o }} }} WHERE {{ GRAPH {g} {{ ?t a {KAR.Tally.nt} ; ?p ?o }} }} ;\n"
             f"INSERT DATA {{ GRAPH {g} {{ {self._run_lines()} }} }}"
         )
 

@@ -16,16 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from karenina_rdf.rdf import KARENINA, RDF, SCHEMA, camel, child_iri, segment
+from karenina_rdf.rdf import KAR, RDF, SCHEMA, camel, child_iri, segment
 from karenina_rdf.rdf import terms as t
 
 from ._legacy import is_legacy, migrate
 from ._model import (
     CONFUSION_BUCKETS,
     EARL,
-    FAILURE,
     FAILURE_FIELDS,
-    FAILURE_GROUP,
     MODEL_IDENTITY,
     PARTS,
     PROV,
@@ -43,21 +41,27 @@ A = t.iri(RDF + "type")
 
 
 @functools.lru_cache(maxsize=1024)
-def _k(local: str) -> str:
-    return f"<{KARENINA}{local}>"
-
-
-@functools.lru_cache(maxsize=1024)
 def _pred(name: str) -> str:
-    return f"<{KARENINA}{camel(name)}>"
+    """The predicate of a Karenina field name (``<karenina:{camelName}>``), checked once per name."""
+    return KAR.term(camel(name)).nt
 
 
 _NULL = t.json_literal(None)
 
 
-_POSITION = _k("position")
+_POSITION = KAR.position.nt
 _VALUE = t.iri(SCHEMA + "value")
 _NAME = t.iri(SCHEMA + "name")
+# A part that is not an object is kept whole; the parts with a node of their own are linked to it
+# (rubric → a RubricEvaluation, deep judgment → a DeepJudgment).
+_VERBATIM = {part: KAR.term(camel(part) + "Verbatim").nt for part, _, _ in PARTS if part != "metadata"}
+_PART_NODES = {
+    part: (KAR.term(camel(part)).nt, (KAR.RubricEvaluation if part == "rubric" else KAR.DeepJudgment).nt)
+    for part, _, suffix in PARTS
+    if suffix
+}
+_USAGE = {key: KAR.term(camel(key)).nt for key in USAGE_KEYS}
+_BUCKETS = {bucket: (KAR.term(bucket).nt, KAR.term(bucket + "Count").nt) for bucket in CONFUSION_BUCKETS}
 
 
 def result_iri(run: str, meta: dict[str, Any]) -> str:
@@ -204,9 +208,9 @@ class ResultMapper:
         keys = list(obj)
         extras = {k: obj[k] for k in keys if k not in known}
         if extras:
-            self._add(node, _k(camel(part) + "ExtraFields"), t.json_literal(extras))
+            self._add(node, KAR.term(camel(part) + "ExtraFields").nt, t.json_literal(extras))
         if keys != present + list(extras):
-            self._add(node, _k(camel(part) + "KeyOrder"), t.json_literal(keys))
+            self._add(node, KAR.term(camel(part) + "KeyOrder").nt, t.json_literal(keys))
 
     def _verbatim(self, node: str, name: str, value: Any) -> None:
         self._add(node, _pred(name), t.json_literal(value))
@@ -232,7 +236,7 @@ class ResultMapper:
         self._identities = {}
         r = f"<{result_iri(ctx.run, meta)}>"
         add = self._add
-        add(r, A, _k("VerificationResult"))
+        add(r, A, KAR.VerificationResult.nt)
         add(r, A, t.iri(EARL + "Assertion"))
         add(r, t.iri(PROV + "wasGeneratedBy"), f"<{ctx.run}>")
         # A row that replaces a stored one keeps its place, as Karenina's database upsert does.
@@ -244,11 +248,11 @@ class ResultMapper:
             add(r, t.iri(EARL + "test"), f"<{link.question}>")
             tid = meta.get("template_id")
             if link.template is not None and tid == link.template_id:
-                add(r, _k("template"), f"<{link.template}>")
+                add(r, KAR.template.nt, f"<{link.template}>")
             elif tid not in (None, "no_template"):
                 self.template_mismatch += 1
         if legacy:
-            add(r, _k("legacyFields"), t.json_literal(legacy))
+            add(r, KAR.legacyFields.nt, t.json_literal(legacy))
         out = f"<{r[1:-1]}/outcome>"
         add(r, t.iri(EARL + "result"), out)
         add(out, A, t.iri(EARL + "TestResult"))
@@ -265,15 +269,16 @@ class ResultMapper:
                 continue
             if obj is None:
                 if part == "template":  # null or (legacy rows) absent: Karenina reads both as None
-                    add(r, _k("templatePart"), t.boolean(False))
+                    add(r, KAR.templatePart.nt, t.boolean(False))
                 continue
             if not isinstance(obj, dict):
-                add(r, _k(camel(part) + "Verbatim"), t.json_literal(obj))
+                add(r, _VERBATIM[part], t.json_literal(obj))
                 continue
             if suffix:
                 node = f"<{r[1:-1]}{suffix}>"
-                add(r, _k(camel(part)), node)
-                add(node, A, _k({"rubric": "RubricEvaluation"}.get(part, "DeepJudgment")))
+                to_part, part_class = _PART_NODES[part]
+                add(r, to_part, node)
+                add(node, A, part_class)
             else:
                 node = r
             if part == "rubric":
@@ -282,7 +287,7 @@ class ResultMapper:
         root = {k: row[k] for k in row if k not in RESULT_KEYS[:5]}
         self._part(r, "result", root, ROOT, special)
         if list(row) != [k for k in RESULT_KEYS if k in row] + [k for k in row if k not in RESULT_KEYS]:
-            add(r, _k("rowKeyOrder"), t.json_literal(list(row)))
+            add(r, KAR.rowKeyOrder.nt, t.json_literal(list(row)))
         template = row.get("template")
         verdict = template.get("verify_result") if isinstance(template, dict) else None
         self.facts = (
@@ -313,9 +318,9 @@ class ResultMapper:
         self.ctx.emitted_models.add(m)
         mi = f"<{m}>"
         model = self.model_lines
-        model.append(f"{mi} {A} {_k('Model')} .\n")
+        model.append(f"{mi} {A} {KAR.Model.nt} .\n")
         model.append(f"{mi} {A} {t.iri(PROV + 'SoftwareAgent')} .\n")
-        model.append(f"{mi} {_k('canonicalKey')} {t.string(canonical_key(v))} .\n")
+        model.append(f"{mi} {KAR.canonicalKey.nt} {t.string(canonical_key(v))} .\n")
         model.append(f"{mi} {t.iri(RDFS + 'label')} {t.string(display_string(v))} .\n")
         for x in MODEL_IDENTITY:
             value = v[x.name]
@@ -335,17 +340,17 @@ class ResultMapper:
             return
         fn = f"<{node[1:-1]}/failure>"
         add = self._add
-        add(node, _k("failure"), fn)
-        add(fn, A, _k("Failure"))
-        add(fn, _k("failureCategory"), t.iri(FAILURE + segment(v["category"])))
+        add(node, KAR.failure.nt, fn)
+        add(fn, A, KAR.Failure.nt)
+        add(fn, KAR.failureCategory.nt, t.iri(KAR.failure_category(segment(v["category"]))))
         if v["group"] is not None:
-            add(fn, _k("failureGroup"), t.iri(FAILURE_GROUP + segment(v["group"])))
+            add(fn, KAR.failureGroup.nt, t.iri(KAR.failure_group(segment(v["group"]))))
         if v["stage"] is not None:
-            add(fn, _k("failureStage"), t.value(v["stage"]))
+            add(fn, KAR.failureStage.nt, t.value(v["stage"]))
         if v["reason"] is not None:
             add(fn, t.iri(SCHEMA + "description"), t.value(v["reason"]))
         if v["details"] is not None:
-            add(fn, _k("failureDetails"), t.json_literal(v["details"]))
+            add(fn, KAR.failureDetails.nt, t.json_literal(v["details"]))
 
     def _usage(self, node: str, f: Field, v: Any, link: QuestionLink | None) -> None:
         if v is None:
@@ -357,12 +362,12 @@ class ResultMapper:
         taken: set[str] = set()
         for i, (stage, counts) in enumerate(v.items()):
             u = f"<{child_iri(node[1:-1], 'usage', stage, taken)}>"
-            self._add(node, _k("tokenUsage"), u)
-            self._add(u, A, _k("TokenUsage"))
-            self._add(u, _k("stage"), t.string(stage))
+            self._add(node, KAR.tokenUsage.nt, u)
+            self._add(u, A, KAR.TokenUsage.nt)
+            self._add(u, KAR.stage.nt, t.string(stage))
             self._add(u, _POSITION, t.integer(i))
             for key, value in counts.items():
-                self._add(u, _pred(key), t.json_literal(None) if value is None else t.value(value))
+                self._add(u, _USAGE[key], t.json_literal(None) if value is None else t.value(value))
 
     def _fields(self, node: str, f: Field, v: Any, link: QuestionLink | None) -> None:
         if v is None:
@@ -371,15 +376,15 @@ class ResultMapper:
             self._verbatim(node, f.name, v)
             return
         is_score = f.name == "field_scores"
-        value_pred = _k("fieldScore" if is_score else "fieldResult")
-        pos_pred = _k("scorePosition" if is_score else "resultPosition")
+        value_pred = (KAR.fieldScore if is_score else KAR.fieldResult).nt
+        pos_pred = (KAR.scorePosition if is_score else KAR.resultPosition).nt
         for i, (name, value) in enumerate(v.items()):
             fi = self._field_nodes.get(name)
             if fi is None:
                 # child_iri: names that encode alike ("" and "_") still get nodes of their own
                 fi = self._field_nodes[name] = f"<{child_iri(node[1:-1], 'fields', name, self._field_taken)}>"
-                self._add(node, _k("fieldOutcome"), fi)
-                self._add(fi, A, _k("FieldOutcome"))
+                self._add(node, KAR.fieldOutcome.nt, fi)
+                self._add(fi, A, KAR.FieldOutcome.nt)
                 self._add(fi, _NAME, t.string(name))
             self._add(fi, value_pred, t.json_literal(None) if value is None else t.value(value))
             self._add(fi, pos_pred, t.integer(i))
@@ -400,17 +405,17 @@ class ResultMapper:
             if kind is None and name in by_name:
                 return by_name[name]
             s = f"<{child_iri(base, 'scores', name, taken)}>"
-            add(node, _k("traitScore"), s)
-            add(s, A, _k("TraitScore"))
-            add(s, _k("traitName"), t.string(name))
+            add(node, KAR.traitScore.nt, s)
+            add(s, A, KAR.TraitScore.nt)
+            add(s, KAR.traitName.nt, t.string(name))
             if kind is not None:
                 nodes[(name, kind)] = s
             by_name.setdefault(name, s)
             trait, hib = self.ctx.traits(link, name, rubric_provenance(name))
             if trait is not None:
-                add(s, _k("scoresTrait"), f"<{trait}>")
+                add(s, KAR.scoresTrait.nt, f"<{trait}>")
             elif hib is not None:
-                add(s, _k("higherIsBetter"), t.boolean(hib))
+                add(s, KAR.higherIsBetter.nt, t.boolean(hib))
             return s
 
         provenance = rubric.get("trait_provenance")
@@ -433,22 +438,22 @@ class ResultMapper:
                 empties.append(key)
             for i, (name, value) in enumerate(d.items()):
                 s = score_node(name, kind)
-                add(s, _k("scoreKind"), t.string(kind))
+                add(s, KAR.scoreKind.nt, t.string(kind))
                 add(s, _POSITION, t.integer(i))
                 if kind == "metric":
                     metric_taken: set[str] = set()
                     for j, (metric, mv) in enumerate(value.items()):
                         m = f"<{child_iri(s[1:-1], 'metrics', metric, metric_taken)}>"
-                        add(s, _k("metricValue"), m)
+                        add(s, KAR.metricValue.nt, m)
                         add(m, _NAME, t.string(metric))
                         add(m, _VALUE, t.json_literal(None) if mv is None else t.value(mv))
                         add(m, _POSITION, t.integer(j))
                 else:
                     add(s, _VALUE, t.json_literal(None) if value is None else t.value(value))
         extra_dicts: tuple[tuple[str, str | None, str | None, str], ...] = (
-            ("llm_trait_labels", "llm", "label", "labelPosition"),
-            ("trait_provenance", None, "provenance", "provenancePosition"),
-            ("metric_trait_confusion_lists", "metric", None, "confusionPosition"),
+            ("llm_trait_labels", "llm", KAR.label.nt, KAR.labelPosition.nt),
+            ("trait_provenance", None, KAR.provenance.nt, KAR.provenancePosition.nt),
+            ("metric_trait_confusion_lists", "metric", None, KAR.confusionPosition.nt),
         )
         for key, owner_kind, value_pred, pos_pred in extra_dicts:
             d = rubric.get(key)
@@ -471,12 +476,13 @@ class ResultMapper:
             for i, (name, value) in enumerate(d.items()):
                 found = nodes.get((name, owner_kind)) if owner_kind is not None else by_name.get(name)
                 s = found if found is not None else score_node(name, owner_kind)
-                add(s, _k(pos_pred), t.integer(i))
+                add(s, pos_pred, t.integer(i))
                 if value_pred is not None:
-                    add(s, _k(value_pred), t.json_literal(None) if value is None else t.value(value))
+                    add(s, value_pred, t.json_literal(None) if value is None else t.value(value))
                     continue
                 for bucket, items in value.items():
-                    add(s, _k(bucket), t.json_literal(items))
-                    add(s, _k(bucket + "Count"), t.integer(len(items)))
+                    items_pred, count_pred = _BUCKETS[bucket]
+                    add(s, items_pred, t.json_literal(items))
+                    add(s, count_pred, t.integer(len(items)))
         if empties:
-            add(node, _k("emptyDicts"), t.json_literal(empties))
+            add(node, KAR.emptyDicts.nt, t.json_literal(empties))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from karenina_rdf.rdf import KARENINA, camel
+from karenina_rdf.rdf import KAR, SCHEMA, camel
 
 EARL = "http://www.w3.org/ns/earl#"
 PROV = "http://www.w3.org/ns/prov#"
@@ -22,9 +22,9 @@ SKOS = "http://www.w3.org/2004/02/skos/core#"
 RDFS = "http://www.w3.org/2000/01/rdf-schema#"
 DCTERMS = "http://purl.org/dc/terms/"
 
-FAILURE_SCHEME = KARENINA + "failure"
-FAILURE = KARENINA + "failure/"  # + category: a skos:Concept
-FAILURE_GROUP = KARENINA + "failure-group/"  # + group: the broader concept of its categories
+# Karenina's failure taxonomy as SKOS: the scheme KAR.failure (also a result's link to its failure
+# node), a concept KAR.failure_category(category) per category, KAR.failure_group(group) per group
+# (the broader concept of its categories).
 FORMAT_VERSION = "2.2"
 READABLE_VERSIONS = ("2.0", "2.1", "2.2")
 
@@ -74,10 +74,21 @@ class Field:
     name: str
     default: Any = None
     store: str = "value"
-    predicate: str = ""  # karenina: + camelCase name, filled in by __post_init__ (hot in the mapper)
+    # The IRI of the field's own predicate (hot in the mapper): by default karenina: + the camelCase
+    # name, looked up in the closed vocabulary when the table is built, so a name missing from it
+    # fails at import. A field kept only as a link or under other names (a model, the job summary,
+    # a skipped one) has none.
+    predicate: str = ""
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "predicate", KARENINA + camel(self.name))
+        if not self.predicate and self.store not in _NO_PREDICATE:
+            object.__setattr__(self, "predicate", str(KAR.term(camel(self.name))))
+
+
+# Stores of fields with no triple under their own name: a model is a link to its node (or
+# ``{field}_identity`` verbatim), the job summary is fields of the run node (or
+# ``jobSummaryVerbatim``/``jobSummaryNull``), and ``skip`` fields are written by someone else.
+_NO_PREDICATE = frozenset({"model", "summary", "skip"})
 
 
 def _fields(*specs: str | tuple[str, Any] | tuple[str, Any, str]) -> tuple[Field, ...]:
@@ -208,8 +219,20 @@ ROOT = _fields(
     ("used_full_trace", True),
     "trace_extraction_error",
 )
-MODEL_IDENTITY = _fields("interface", "model_name", ("tools", []), "config_id")
-FAILURE_FIELDS = _fields("category", "stage", "reason", "details", "group")
+# The fields of a model node and of a failure node, with the predicates they have there.
+MODEL_IDENTITY = (
+    Field("interface"),
+    Field("model_name", predicate=SCHEMA + "name"),
+    Field("tools", []),
+    Field("config_id"),
+)
+FAILURE_FIELDS = (
+    Field("category", predicate=str(KAR.failureCategory)),
+    Field("stage", predicate=str(KAR.failureStage)),
+    Field("reason", predicate=SCHEMA + "description"),
+    Field("details", predicate=str(KAR.failureDetails)),
+    Field("group", predicate=str(KAR.failureGroup)),
+)
 
 # A result's parts in output order: (JSON key, fields, node suffix). The metadata and template
 # fields live on the result node itself (every result has both); the others on a child node

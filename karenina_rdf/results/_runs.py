@@ -23,7 +23,7 @@ from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, NotFoundError, Problem, StoreError
 from karenina_rdf.rdf import (
-    KARENINA,
+    KAR,
     MODELS_GRAPH,
     SCHEMA,
     VOCABULARY_GRAPH,
@@ -36,13 +36,10 @@ from karenina_rdf.rdf import terms as t
 from karenina_rdf.store import IMPORTED_AT, RUN_GRAPH, SOURCE, TRIPLE_COUNT, Sink
 
 from ._export import ResultRebuilder, scored_names, write_csv, write_export
-from ._map import A, Context, Facts, QuestionLink, ResultMapper, _k
+from ._map import A, Context, Facts, QuestionLink, ResultMapper
 from ._model import (
     EARL,
-    FAILURE,
-    FAILURE_GROUP,
     FAILURE_GROUPS,
-    FAILURE_SCHEME,
     GROUP_LABELS,
     JOB_SUMMARY,
     PROV,
@@ -127,22 +124,22 @@ def run_iri(base_iri: str, run_id: str) -> str:
 
 def taxonomy_triples() -> Iterator[str]:
     """Karenina's failure taxonomy as a SKOS concept scheme (spec verification.md §8)."""
-    scheme = t.iri(FAILURE_SCHEME)
+    scheme = KAR.failure.nt
     concept = t.iri(SKOS + "Concept")
     yield f"{scheme} {A} {t.iri(SKOS + 'ConceptScheme')} ."
     yield f"{scheme} {t.iri(SKOS + 'prefLabel')} {t.string('Karenina failure taxonomy')} ."
     for group, label in GROUP_LABELS.items():
-        g = t.iri(FAILURE_GROUP + group)
+        g = t.iri(KAR.failure_group(group))
         yield f"{g} {A} {concept} ."
         yield f"{g} {t.iri(SKOS + 'inScheme')} {scheme} ."
         yield f"{g} {t.iri(SKOS + 'topConceptOf')} {scheme} ."
         yield f"{g} {t.iri(SKOS + 'prefLabel')} {t.string(group)} ."
         yield f"{g} {t.iri(SKOS + 'definition')} {t.string(label)} ."
     for category, group in FAILURE_GROUPS.items():
-        c = t.iri(FAILURE + category)
+        c = t.iri(KAR.failure_category(category))
         yield f"{c} {A} {concept} ."
         yield f"{c} {t.iri(SKOS + 'inScheme')} {scheme} ."
-        yield f"{c} {t.iri(SKOS + 'broader')} {t.iri(FAILURE_GROUP + group)} ."
+        yield f"{c} {t.iri(SKOS + 'broader')} {t.iri(KAR.failure_group(group))} ."
         yield f"{c} {t.iri(SKOS + 'prefLabel')} {t.string(category)} ."
         yield f"{c} {t.iri(SKOS + 'notation')} {t.string(category)} ."
 
@@ -160,7 +157,7 @@ class _Links:
         self.by_id: dict[str, list[QuestionLink]] = {}
         query = f"""SELECT ?b ?q ?id ?tpl ?tid WHERE {{
             ?q a <{SCHEMA}Question> ; <{SCHEMA}identifier> ?id ; <{SCHEMA}isPartOf> ?b .
-            OPTIONAL {{ ?q <{SCHEMA}hasPart> ?tpl . ?tpl <{KARENINA}templateId> ?tid }} }}"""
+            OPTIONAL {{ ?q <{SCHEMA}hasPart> ?tpl . ?tpl {KAR.templateId.nt} ?tid }} }}"""
         if live:
             rows = store.oxigraph.query(query, default_graph=list(live.values()))
             for row in solutions(rows):
@@ -216,7 +213,7 @@ class _Links:
                 for tq in ox_store.quads_for_pattern(trait, None, None, graph):
                     if tq.predicate.value == SCHEMA + "name":
                         name = term_value(tq.object)
-                    elif tq.predicate.value == KARENINA + "higherIsBetter":
+                    elif tq.predicate.value == KAR.higherIsBetter:
                         hib = term_value(tq.object) == "true"
                 if name is not None and name not in found:
                     found[name] = (trait.value, hib)
@@ -269,13 +266,13 @@ def _epoch(value: Any) -> str | None:
 def _header_lines(mapper: ResultMapper, run: str, run_id: str, header: dict[str, Any], links: _Links) -> None:
     r = f"<{run}>"
     add = mapper._add
-    add(r, A, _k("VerificationRun"))
+    add(r, A, KAR.VerificationRun.nt)
     add(r, A, t.iri(PROV + "Activity"))
     add(r, t.iri(SCHEMA + "identifier"), t.string(run_id))
     if "format_version" in header:
         add(
             r,
-            _k("formatVersion"),
+            KAR.formatVersion.nt,
             t.json_literal(None) if header["format_version"] is None else t.value(header["format_version"]),
         )
 
@@ -290,20 +287,20 @@ def _header_lines(mapper: ResultMapper, run: str, run_id: str, header: dict[str,
                 if ended:
                     add(node, t.iri(PROV + "endedAtTime"), t.typed(ended, dt_type))
             elif v is not None:
-                add(node, _k("jobSummaryVerbatim"), t.json_literal(v))
+                add(node, KAR.jobSummaryVerbatim.nt, t.json_literal(v))
             else:
-                add(node, _k("jobSummaryNull"), t.boolean(True))
+                add(node, KAR.jobSummaryNull.nt, t.boolean(True))
 
     meta = header.get("metadata")
     if isinstance(meta, dict):
         mapper._part(r, "run_metadata", meta, RUN_METADATA, special)
     elif "metadata" in header:
-        add(r, _k("runMetadataVerbatim"), t.json_literal(meta))
+        add(r, KAR.runMetadataVerbatim.nt, t.json_literal(meta))
     shared = header.get("shared_data")
     if isinstance(shared, dict):
         mapper._part(r, "shared_data", shared, SHARED_DATA, special)
     elif "shared_data" in header:
-        add(r, _k("sharedDataVerbatim"), t.json_literal(shared))
+        add(r, KAR.sharedDataVerbatim.nt, t.json_literal(shared))
     mapper._part(r, "export", header, TOP_LEVEL, lambda *_: None)
 
 
@@ -430,7 +427,7 @@ class _Import:
         """The stored rows' places, and the first free one after them."""
         if self.old_graph is None:
             return {}, 0
-        q = f"""SELECT ?r ?p WHERE {{ ?r a <{KARENINA}VerificationResult> ; <{KARENINA}position> ?p }}"""
+        q = f"""SELECT ?r ?p WHERE {{ ?r a {KAR.VerificationResult.nt} ; {KAR.position.nt} ?p }}"""
         places = {
             term_value(row["r"]): int(term_value(row["p"]))
             for row in solutions(self.store.oxigraph.query(q, default_graph=self.old_graph))
@@ -543,14 +540,14 @@ class _Import:
         node = f"<{self.iri}/imports/{self.file_hash[:16]}>"
         now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         add = mapper._add
-        add(f"<{self.iri}>", _k("import"), node)
-        add(node, A, _k("ResultsImport"))
+        add(f"<{self.iri}>", KAR.term("import").nt, node)
+        add(node, A, KAR.ResultsImport.nt)
         add(node, t.iri(SCHEMA + "name"), t.string(self.label))
-        add(node, _k("sourceSha256"), t.string(self.file_hash))
-        add(node, _k("importedAt"), t.string(now))
-        add(node, _k("resultCount"), t.integer(count))
+        add(node, KAR.sourceSha256.nt, t.string(self.file_hash))
+        add(node, KAR.importedAt.nt, t.string(now))
+        add(node, KAR.resultCount.nt, t.integer(count))
         if version is not None:
-            add(node, _k("formatVersion"), t.string(version))
+            add(node, KAR.formatVersion.nt, t.string(version))
 
     def _copy_old(self, chunks: Sink, mapper: ResultMapper, replaced: set[str], facts: dict[str, Facts]) -> int:
         """The old generation's triples minus the run header, its tallies and the replaced rows;
@@ -567,7 +564,7 @@ class _Import:
         for s, p, o, _ in self.store.oxigraph.quads_for_pattern(None, None, None, self.old_graph):
             sv = s.value
             if sv == run:
-                if p.value == KARENINA + "import" and o.value != this_import:
+                if p.value == KAR.term("import") and o.value != this_import:
                     lines.append(f"{s} {p} {o} .\n")
                 continue
             if sv.startswith(results):
@@ -632,9 +629,7 @@ def _shared_graphs(models: str) -> str:
     )
 
 
-_FACT_PREDICATES = frozenset(
-    {EARL + "subject", EARL + "assertedBy", EARL + "test", KARENINA + "verifyResult", KARENINA + "failure"}
-)
+_FACT_PREDICATES = frozenset({EARL + "subject", EARL + "assertedBy", EARL + "test", KAR.verifyResult, KAR.failure})
 
 
 def _old_facts(preds: dict[str, Any]) -> Facts:
@@ -643,7 +638,7 @@ def _old_facts(preds: dict[str, Any]) -> Facts:
         return o.value if isinstance(o, ox.NamedNode) else None
 
     question = iri(EARL + "test")
-    verdict = preds.get(KARENINA + "verifyResult")
+    verdict = preds.get(KAR.verifyResult)
     boolean = None
     if isinstance(verdict, ox.Literal) and verdict.datatype.value.endswith("#boolean"):
         boolean = verdict.value in ("true", "1")
@@ -652,7 +647,7 @@ def _old_facts(preds: dict[str, Any]) -> Facts:
         iri(EARL + "assertedBy"),
         question.split("/questions/", 1)[0] if question else None,
         boolean,
-        KARENINA + "failure" in preds,
+        KAR.failure in preds,
     )
 
 
@@ -673,13 +668,13 @@ def _tally_lines(mapper: ResultMapper, run: str, facts: Iterable[Facts]) -> None
     for (answering, parsing, bench), (n, verified, passed, failures) in sorted(counts.items(), key=str):
         h = hashlib.sha256(json.dumps([answering, parsing, bench]).encode()).hexdigest()[:16]
         node = f"<{run}/tallies/{h}>"
-        add(node, A, _k("Tally"))
+        add(node, A, KAR.Tally.nt)
         add(node, t.iri(PROV + "wasGeneratedBy"), f"<{run}>")
-        for pred, iri in (("answeringModel", answering), ("parsingModel", parsing), ("benchmark", bench)):
+        for pred, iri in ((KAR.answeringModel, answering), (KAR.parsingModel, parsing), (KAR.benchmark, bench)):
             if iri is not None:
-                add(node, _k(pred), f"<{iri}>")
-        for pred, value in (("results", n), ("verified", verified), ("passed", passed), ("failures", failures)):
-            add(node, _k(pred), t.integer(value))
+                add(node, pred.nt, f"<{iri}>")
+        for pred, value in ((KAR.results, n), (KAR.verified, verified), (KAR.passed, passed), (KAR.failures, failures)):
+            add(node, pred.nt, t.integer(value))
 
 
 def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
@@ -712,17 +707,17 @@ def run_header(source: ox.Store, graph: ox.NamedNode, run: str) -> dict[str, Any
 
     preds = node_index(source, graph, [run], skip=(run + "/",)).get(run, {})
     header: dict[str, Any] = {"format_version": "2.2"}
-    verbatim = preds.get(KARENINA + "runMetadataVerbatim")
+    verbatim = preds.get(KAR.runMetadataVerbatim)
     if verbatim:
         header["metadata"] = t.to_python(verbatim[0])
     else:
         meta: dict[str, Any] = {}
         for f in RUN_METADATA:
             if f.store == "summary":
-                if _one(preds, KARENINA + "jobSummaryNull"):
+                if _one(preds, KAR.jobSummaryNull):
                     meta[f.name] = None
-                elif KARENINA + "jobSummaryVerbatim" in preds:
-                    meta[f.name] = _one(preds, KARENINA + "jobSummaryVerbatim")
+                elif KAR.jobSummaryVerbatim in preds:
+                    meta[f.name] = _one(preds, KAR.jobSummaryVerbatim)
                 else:
                     meta[f.name] = _reorder(
                         {g.name: _one(preds, g.predicate, g.default) for g in JOB_SUMMARY}, preds, "job_summary"
@@ -730,7 +725,7 @@ def run_header(source: ox.Store, graph: ox.NamedNode, run: str) -> dict[str, Any
             else:
                 meta[f.name] = _one(preds, f.predicate, f.default)
         header["metadata"] = _reorder(meta, preds, "run_metadata")
-    verbatim = preds.get(KARENINA + "sharedDataVerbatim")
+    verbatim = preds.get(KAR.sharedDataVerbatim)
     if verbatim:
         header["shared_data"] = t.to_python(verbatim[0])
     else:
@@ -738,14 +733,14 @@ def run_header(source: ox.Store, graph: ox.NamedNode, run: str) -> dict[str, Any
             {f.name: _one(preds, f.predicate, f.default) for f in SHARED_DATA}, preds, "shared_data"
         )
     header["results"] = None
-    scenario = _one(preds, KARENINA + "scenarioResults")
+    scenario = _one(preds, KAR.scenarioResults)
     if scenario is not None:
         header["scenario_results"] = scenario
     return _reorder(header, preds, "export")
 
 
 def ordered_results(source: ox.Store, graph: ox.NamedNode) -> list[str]:
-    q = f"SELECT ?r ?p WHERE {{ ?r a <{KARENINA}VerificationResult> ; <{KARENINA}position> ?p }}"
+    q = f"SELECT ?r ?p WHERE {{ ?r a {KAR.VerificationResult.nt} ; {KAR.position.nt} ?p }}"
     rows = [
         (int(term_value(row["p"])), term_value(row["r"])) for row in solutions(source.query(q, default_graph=graph))
     ]
@@ -798,8 +793,8 @@ def _count(value: Any) -> int:
 
 
 _COUNTS = f"""SELECT (SUM(?n) AS ?results) (SUM(?v) AS ?verified) (SUM(?p) AS ?passed) (SUM(?f) AS ?failures)
-    WHERE {{ ?t a <{KARENINA}Tally> ; <{KARENINA}results> ?n ; <{KARENINA}verified> ?v ;
-    <{KARENINA}passed> ?p ; <{KARENINA}failures> ?f }}"""
+    WHERE {{ ?t a {KAR.Tally.nt} ; {KAR.results.nt} ?n ; {KAR.verified.nt} ?v ;
+    {KAR.passed.nt} ?p ; {KAR.failures.nt} ?f }}"""
 
 
 def run_summary(store: GraphStore, run: str, graph: ox.NamedNode) -> RunSummary:
@@ -831,9 +826,9 @@ def run_summary(store: GraphStore, run: str, graph: ox.NamedNode) -> RunSummary:
         passed=passed,
         pass_rate=passed / verified if verified else None,
         failures=_count(row["failures"]),
-        answering_models=distinct(f"?t <{KARENINA}answeringModel> ?m . ?m <{RDFS}label> ?x"),
-        parsing_models=distinct(f"?t <{KARENINA}parsingModel> ?m . ?m <{RDFS}label> ?x"),
-        modes=distinct(f"?r <{KARENINA}evaluationMode> ?x"),
+        answering_models=distinct(f"?t {KAR.answeringModel.nt} ?m . ?m <{RDFS}label> ?x"),
+        parsing_models=distinct(f"?t {KAR.parsingModel.nt} ?m . ?m <{RDFS}label> ?x"),
+        modes=distinct(f"?r {KAR.evaluationMode.nt} ?x"),
         benchmarks=distinct(f"<{run}> <{PROV}used> ?x"),
         source=store.catalog.value(run, SOURCE),
         imported_at=store.catalog.value(run, IMPORTED_AT),

@@ -15,19 +15,19 @@ from collections.abc import Iterable
 
 import pyoxigraph as ox
 
-from karenina_rdf.rdf import CATALOG_GRAPH, KARENINA, named, term_value
+from karenina_rdf.rdf import CATALOG_GRAPH, KAR, named, term_value
 
 # The catalog's predicates (docs/data-model.md §2).
-GRAPH = KARENINA + "graph"  # benchmark → its live generation graph
-RUN_GRAPH = KARENINA + "runGraph"  # run → its live generation graph
-CONTENT_HASH = KARENINA + "contentHash"
-SOURCE = KARENINA + "importedFrom"
-IMPORTED_AT = KARENINA + "importedAt"
-FILE_HASH = KARENINA + "sourceSha256"
-TRIPLE_COUNT = KARENINA + "tripleCount"
+GRAPH = KAR.graph  # benchmark → its live generation graph
+RUN_GRAPH = KAR.runGraph  # run → its live generation graph
+CONTENT_HASH = KAR.contentHash
+SOURCE = KAR.importedFrom
+IMPORTED_AT = KAR.importedAt
+FILE_HASH = KAR.sourceSha256
+TRIPLE_COUNT = KAR.tripleCount
 STORE_NODE = "urn:karenina-rdf:store"
-BASE = KARENINA + "baseIri"
-PENDING = KARENINA + "pendingGraph"  # on the store node: a graph being loaded or dropped
+BASE = KAR.baseIri
+PENDING = KAR.pendingGraph  # on the store node: a graph being loaded or dropped
 
 
 class Catalog:

@@ -30,7 +30,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf.rdf import (
-    KARENINA,
+    KAR,
     PREFIXES,
     SCHEMA,
     md5_hex,
@@ -85,10 +85,6 @@ class _Finding:
     value_is_iri: bool = False  # the value is a node (a concept, a question), not a literal
 
 
-def _k(local: str) -> str:
-    return KARENINA + local
-
-
 def _s(local: str) -> str:
     return SCHEMA + local
 
@@ -101,14 +97,14 @@ REGEX_COMPILES = Check(
     "RegexCompiles",
     "Violation",
     "karenina:RegexRubricTrait",
-    _k("pattern"),
+    KAR.pattern,
     "The pattern compiles as a Python regular expression (`re.compile`); Karenina refuses it at load (spec §6.4).",
 )
 CALLABLE_DECODES = Check(
     "CallableCodeDecodes",
     "Violation",
     "karenina:CallableRubricTrait",
-    _k("callableCode"),
+    KAR.callableCode,
     "A non-empty callable_code is standard base64 (decoded only: never unpickled, never executed); "
     "Karenina raises binascii.Error at load (spec §6.5).",
 )
@@ -116,7 +112,7 @@ LITERAL_CLASSES = Check(
     "LiteralClasses",
     "Violation",
     'schema:Rating with karenina:traitKind "literal"',
-    _k("classes"),
+    KAR.classes,
     f"The classes of a literal trait are a JSON object of {MIN_CLASSES} to {MAX_CLASSES} class names, each "
     "with a string description (spec §6.3).",
 )
@@ -124,7 +120,7 @@ METRICS_FOR_MODE = Check(
     "MetricsAllowedForMode",
     "Violation",
     "karenina:MetricRubricTrait",
-    _k("metrics"),
+    KAR.metrics,
     "The metrics are a list of names allowed by the evaluation mode: tp_only allows precision, recall, f1; "
     "full_matrix also specificity and accuracy (spec §6.6).",
 )
@@ -157,14 +153,14 @@ TEXT_MD5 = Check(
     "TextMd5Matches",
     "Violation",
     "schema:Question",
-    _k("textMd5"),
+    KAR.textMd5,
     "karenina:textMd5 equals the MD5 hex of the question's schema:text (data-model §4).",
 )
 TEMPLATE_ID = Check(
     "TemplateIdMatches",
     "Violation",
     "schema:SoftwareSourceCode",
-    _k("templateId"),
+    KAR.templateId,
     "karenina:templateId equals Karenina's generate_template_id of the template text (spec §7.2), "
     "which results use to refer to the template.",
 )
@@ -175,7 +171,7 @@ FAILURE_GROUP_MATCHES = Check(
     "FailureGroupMatchesCategory",
     "Warning",
     "karenina:Failure",
-    _k("failureGroup"),
+    KAR.failureGroup,
     "The failure group is the group of the failure's category (the category's skos:broader in the "
     "karenina:failure scheme). Karenina computes the group from the category and ignores another "
     "(verification spec §8); this compares two paths, which SHACL Core does only with sh:equals.",
@@ -184,7 +180,7 @@ RESULT_TEMPLATE_CURRENT = Check(
     "ResultTemplateCurrent",
     "Warning",
     "karenina:VerificationResult",
-    _k("template"),
+    KAR.template,
     "The stored answer template a result links to still has the result's template id: otherwise the "
     "benchmark's template changed after the run and the result was verified with another one.",
 )
@@ -212,7 +208,7 @@ CONTENT_FAILURE_VERDICT = Check(
     "ContentFailureIsFalseVerdict",
     "Warning",
     "karenina:Failure",
-    _k("failureCategory"),
+    KAR.failureCategory,
     "A content failure (the answer was judged wrong) belongs to a result whose verify_result is false: "
     "Karenina's classifier gives that category for a false verdict only (verification spec §8, rule 2).",
 )
@@ -220,7 +216,7 @@ SCORE_HOLDS_ITS_KIND = Check(
     "ScoreHoldsItsKind",
     "Violation",
     "karenina:TraitScore",
-    _k("scoreKind"),
+    KAR.scoreKind,
     "What a score holds follows the score dict it came from (verification spec §6.1): a regex score is true or "
     "false; a metric score keeps its numbers as metric values and has no single value; only a metric score "
     "has metric values.",
@@ -703,7 +699,7 @@ def _outcomes(store: ox.Store, graphs: list[ox.NamedNode]) -> Iterator[_Finding]
         "OPTIONAL { ?r karenina:templateVerificationPerformed ?perf } "
         "OPTIONAL { ?r karenina:failure ?f OPTIONAL { ?f karenina:failureCategory ?cat } } }"
     )
-    content = KARENINA + "failure/content"
+    content = KAR.failure_category("content")
     for row in _select(store, graphs[:1], q):
         r, outcome = row["r"] or "", (row["o"] or "").removeprefix(_EARL)  # "" without an outcome
         verdict, failure = row["v"], row["f"]

@@ -25,7 +25,7 @@ from pydantic import BaseModel, ConfigDict
 from karenina_rdf._errors import CheckpointError, InvalidValueError, NotFoundError, Problem, StoreError
 from karenina_rdf.checkpoint import map_checkpoint, read_checkpoint
 from karenina_rdf.rdf import (
-    KARENINA,
+    KAR,
     MODELS_GRAPH,
     PREFIXES,
     SCHEMA,
@@ -316,7 +316,7 @@ def findings_in_run(store: GraphStore, run: str, graph: ox.NamedNode, *, engine:
     return _locate_in_run(store, run, graph, results)
 
 
-_HAS_TAXONOMY = f"ASK {{ GRAPH {VOCABULARY_GRAPH} {{ <{KARENINA}failure> a <{PREFIXES['skos']}ConceptScheme> }} }}"
+_HAS_TAXONOMY = f"ASK {{ GRAPH {VOCABULARY_GRAPH} {{ {KAR.failure.nt} a <{PREFIXES['skos']}ConceptScheme> }} }}"
 
 
 def run_dataset(store: GraphStore, run: str, graph: ox.NamedNode) -> list[ox.NamedNode]:
@@ -402,8 +402,8 @@ def _locate_in_run(store: GraphStore, run: str, graph: ox.NamedNode, results: li
         index = {iri: i for i, iri in enumerate(ordered_results(store.oxigraph, graph))}
         values = " ".join(f"<{r}>" for r in sorted(set(owners.values())))
         rows = store.oxigraph.query(
-            f"SELECT ?r ?id ?text WHERE {{ VALUES ?r {{ {values} }} ?r <{KARENINA}questionId> ?id "
-            f"OPTIONAL {{ ?r <{KARENINA}questionText> ?text }} }}",
+            f"SELECT ?r ?id ?text WHERE {{ VALUES ?r {{ {values} }} ?r {KAR.questionId.nt} ?id "
+            f"OPTIONAL {{ ?r {KAR.questionText.nt} ?text }} }}",
             default_graph=graph,
         )
         for row in solutions(rows):

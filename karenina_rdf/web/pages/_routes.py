@@ -25,7 +25,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from karenina_rdf._errors import InvalidValueError, NotFoundError
 from karenina_rdf.linked import Located
-from karenina_rdf.rdf import KARENINA, PREFIXES, SCHEMA, owning_question, sparql_prefixes, term_value, unsegment
+from karenina_rdf.rdf import KAR, PREFIXES, SCHEMA, owning_question, sparql_prefixes, term_value, unsegment
 from karenina_rdf.results import RDFS, resolve_run
 from karenina_rdf.sparql import MEDIA_TYPES, SUFFIXES, named_queries
 
@@ -244,7 +244,7 @@ class Pages:
         if located.kind == "run" and not located.whole_graph:
             if located.is_owner:
                 return await self._run_page(request, located)
-            if KARENINA + "VerificationResult" in types:
+            if KAR.VerificationResult in types:
                 page = await self._result_page(located)
                 if page is not None:
                     return page

@@ -24,7 +24,7 @@ import pyoxigraph as ox
 
 from karenina_rdf._store import Store
 from karenina_rdf.rdf import (
-    KARENINA,
+    KAR,
     MODELS_GRAPH,
     PREFIXES,
     SCHEMA,
@@ -432,7 +432,7 @@ def result_rows(store: Store, graph: ox.NamedNode, results: list[str]) -> list[R
             replicate=int(rep) if rep is not None and rep.lstrip("-").isdigit() else None,
             outcome=_local(_v(s, "outcome"), EARL),
             verify_result=_verdict(s["v"]),
-            failure=_local(_v(s, "category"), KARENINA + "failure/"),
+            failure=_local(_v(s, "category"), KAR.failure_category),
             run=_v(s, "run"),
         )
     return [found[r] for r in results if r in found]
@@ -449,9 +449,9 @@ def failure_counts(store: Store, graph: ox.NamedNode) -> FailureCounts:
     for s in query(store, _FAILURES, graph):
         category, group = _v(s, "category"), _v(s, "group")
         if category is not None:
-            categories.append((_local(category, KARENINA + "failure/") or category, _n(s, "n")))
+            categories.append((_local(category, KAR.failure_category) or category, _n(s, "n")))
         if group is not None:
-            groups.append((_local(group, KARENINA + "failure-group/") or group, _n(s, "n")))
+            groups.append((_local(group, KAR.failure_group) or group, _n(s, "n")))
     return FailureCounts(sorted(categories, key=lambda c: (-c[1], c[0])), sorted(groups, key=lambda g: (-g[1], g[0])))
 
 
@@ -481,9 +481,9 @@ def run_view(store: Store, run: str, graph: ox.NamedNode, memo: Memo = _no_memo)
     ox_store = store.oxigraph
     preds = _run_node(store, run, graph)
     facts = {
-        p[len(KARENINA) :]: to_python(objects[0])
+        local: to_python(objects[0])
         for p, objects in preds.items()
-        if p.startswith(KARENINA) and isinstance(objects[0], ox.Literal)
+        if (local := KAR.local_name(p)) is not None and isinstance(objects[0], ox.Literal)
     }
     benchmarks = []
     for b in preds.get(PROV + "used", []):
@@ -492,17 +492,17 @@ def run_view(store: Store, run: str, graph: ox.NamedNode, memo: Memo = _no_memo)
         )
         benchmarks.append((b.value, next((term_value(q.object) for q in names), b.value)))
     imports = []
-    for node in preds.get(KARENINA + "import", []):
+    for node in preds.get(KAR.term("import"), []):
         own = {q.predicate.value: term_value(q.object) for q in ox_store.quads_for_pattern(node, None, None, graph)}
-        count = own.get(KARENINA + "resultCount")
+        count = own.get(KAR.resultCount)
         imports.append(
             Import(
                 iri=node.value,
                 name=own.get(SCHEMA + "name"),
-                sha256=own.get(KARENINA + "sourceSha256"),
-                imported_at=own.get(KARENINA + "importedAt"),
+                sha256=own.get(KAR.sourceSha256),
+                imported_at=own.get(KAR.importedAt),
                 results=int(count) if count is not None and count.isdigit() else None,
-                format_version=own.get(KARENINA + "formatVersion"),
+                format_version=own.get(KAR.formatVersion),
             )
         )
     catalog = store.catalog.facts(run)
@@ -765,8 +765,9 @@ def _values(preds: dict[str, list[Any]]) -> dict[str, Any]:
     """A node's literals by local name (karenina: terms), as the JSON values they were."""
     out = {}
     for p, objects in preds.items():
-        if p.startswith(KARENINA) and isinstance(objects[0], ox.Literal) and not p.endswith("KeyOrder"):
-            out[p[len(KARENINA) :]] = to_python(objects[0])
+        local = KAR.local_name(p)
+        if local is not None and isinstance(objects[0], ox.Literal) and not p.endswith("KeyOrder"):
+            out[local] = to_python(objects[0])
     return out
 
 
@@ -787,30 +788,30 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
         return [o.value for o in node.get(predicate, []) if isinstance(o, ox.NamedNode)]
 
     failure = None
-    for f in linked(KARENINA + "failure"):
+    for f in linked(KAR.failure):
         preds = index.get(f, {})
         failure = _values(preds) | {
-            "category": _local(_first(preds, KARENINA + "failureCategory"), KARENINA + "failure/"),
-            "group": _local(_first(preds, KARENINA + "failureGroup"), KARENINA + "failure-group/"),
+            "category": _local(_first(preds, KAR.failureCategory), KAR.failure_category),
+            "group": _local(_first(preds, KAR.failureGroup), KAR.failure_group),
             "reason": _first(preds, SCHEMA + "description"),
         }
-    usage = sorted((_values(index.get(u, {})) for u in linked(KARENINA + "tokenUsage")), key=_position)
+    usage = sorted((_values(index.get(u, {})) for u in linked(KAR.tokenUsage)), key=_position)
     fields = []
-    for f in linked(KARENINA + "fieldOutcome"):
+    for f in linked(KAR.fieldOutcome):
         values = _values(index.get(f, {}))
         fields.append((_first(index.get(f, {}), SCHEMA + "name") or "", values.get("fieldResult"), values))
     fields.sort(key=lambda f: (_position(f[2], "resultPosition"), _position(f[2], "scorePosition"), f[0]))
     rubric: dict[str, Any] = {}
     scores = []
-    for rub in linked(KARENINA + "rubric"):
+    for rub in linked(KAR.rubric):
         rubric = _values(index.get(rub, {}))
-        for s in (o.value for o in index.get(rub, {}).get(KARENINA + "traitScore", [])):
+        for s in (o.value for o in index.get(rub, {}).get(KAR.traitScore, [])):
             scores.append(_score(s, index))
     scores.sort(key=lambda s: (s.kind or "", s.name))
     parts = [
         (p, _values(index.get(p, {})))
-        for predicate in ("deepJudgment", "deepJudgmentRubric")
-        for p in linked(KARENINA + predicate)
+        for predicate in (KAR.deepJudgment, KAR.deepJudgmentRubric)
+        for p in linked(predicate)
     ]
     facts = _values(node)
     row = rows[0]
@@ -818,7 +819,7 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
         row=row,
         run_id=_first(_run_node(store, run, graph), SCHEMA + "identifier") or run,
         models=model_labels(store, graph, [m for m in (row.model, row.judge) if m]),
-        template=next(iter(linked(KARENINA + "template")), None),
+        template=next(iter(linked(KAR.template)), None),
         failure=failure,
         usage=usage,
         fields=[(name, result, values.get("fieldScore")) for name, result, values in fields],
@@ -840,7 +841,7 @@ def _score(iri: str, index: dict[str, dict[str, list[Any]]]) -> Score:
     values = _values(preds)
     value = preds.get(SCHEMA + "value")
     metrics = []
-    for m in preds.get(KARENINA + "metricValue", []):
+    for m in preds.get(KAR.metricValue, []):
         mp = index.get(m.value, {})
         mv = mp.get(SCHEMA + "value")
         metrics.append((_position(_values(mp)), _first(mp, SCHEMA + "name") or "", to_python(mv[0]) if mv else None))
@@ -851,7 +852,7 @@ def _score(iri: str, index: dict[str, dict[str, list[Any]]]) -> Score:
         value=to_python(value[0]) if value else None,
         label=values.get("label"),
         provenance=values.get("provenance"),
-        trait=_first(preds, KARENINA + "scoresTrait"),
+        trait=_first(preds, KAR.scoresTrait),
         metrics=[(name, v) for _, name, v in sorted(metrics)],
         confusion={b: values[b] for b in ("tp", "fn", "fp", "tn") if b in values},
     )
