@@ -85,7 +85,7 @@ BACKENDS = ["embedded", "oxigraph", "virtuoso"]
 @pytest.fixture(scope="session")
 def sparql_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The servers, started once per session on first use and stopped at the end."""
-    from .servers import Server
+    from tests.helpers.servers import Server
 
     started: dict[str, Server] = {}
     yield {"started": started, "root": tmp_path_factory.mktemp("servers")}
@@ -94,7 +94,7 @@ def sparql_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
 
 
 def server_url(sparql_servers: dict[str, Any], name: str) -> str:
-    from .servers import oxigraph_binary, start_oxigraph, start_virtuoso, virtuoso_binary
+    from tests.helpers.servers import oxigraph_binary, start_oxigraph, start_virtuoso, virtuoso_binary
 
     started = sparql_servers["started"]
     if name not in started:

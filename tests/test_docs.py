@@ -6,9 +6,8 @@ import re
 import subprocess
 import sys
 
-from karenina_rdf.cli._app import app
-
-from .conftest import ROOT
+from karenina_rdf.cli import app
+from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 

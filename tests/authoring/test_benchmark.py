@@ -17,8 +17,7 @@ from karenina_rdf import (
     Store,
 )
 from karenina_rdf.checkpoint._template_defaults import default_template
-
-from .conftest import EXAMPLES
+from tests.conftest import EXAMPLES
 
 TEMPLATE = """class Answer(BaseAnswer):
     city: str = Field(description="The city named")

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from karenina_rdf import CheckpointError, Store, map_checkpoint
-
-from .conftest import EXAMPLES, load_json
+from tests.conftest import EXAMPLES, load_json
 
 BASE = "http://127.0.0.1:8000/"
 DOC = load_json(EXAMPLES / "molecular-biology.jsonld")

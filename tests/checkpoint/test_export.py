@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from karenina_rdf import Benchmark, Store
-
-from .conftest import CANONICAL, EXAMPLES, corpus_params, load_json
+from tests.conftest import CANONICAL, EXAMPLES, corpus_params, load_json
 
 
 def _quads(store: Store, iri: str) -> set[tuple[str, str, str]]:

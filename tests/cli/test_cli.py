@@ -10,9 +10,8 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from karenina_rdf.cli._app import app
-
-from .conftest import EXAMPLES
+from karenina_rdf.cli import app
+from tests.conftest import EXAMPLES
 
 runner = CliRunner()
 

@@ -27,11 +27,10 @@ import pytest
 from typer.testing import CliRunner, Result
 
 from karenina_rdf import Benchmark, RubricTrait, Store
-from karenina_rdf.cli._app import app
-
-from .conftest import EXAMPLES
-from .fake_llm_server import COMPLETION_TOKENS, PROMPT_TOKENS, FakeLLM, kind, user_text
-from .servers import free_port, start_endpoint
+from karenina_rdf.cli import app
+from tests.conftest import EXAMPLES
+from tests.helpers.fake_llm_server import COMPLETION_TOKENS, PROMPT_TOKENS, FakeLLM, kind, user_text
+from tests.helpers.servers import free_port, start_endpoint
 
 runner = CliRunner()
 

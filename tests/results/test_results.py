@@ -16,14 +16,13 @@ import pytest
 from typer.testing import CliRunner
 
 from karenina_rdf import CheckpointError, NotFoundError, Store
-from karenina_rdf.cli._app import app
+from karenina_rdf.cli import app
 from karenina_rdf.results import _read as reader_module
 from karenina_rdf.results._export import write_export
 from karenina_rdf.results._model import PARTS, ROOT, is_default
 from karenina_rdf.results._read import ExportReader
-
-from .conftest import CORPUS, EXAMPLES, needs_corpus
-from .conftest import ROOT as PROJECT
+from tests.conftest import CORPUS, EXAMPLES, needs_corpus
+from tests.conftest import ROOT as PROJECT
 
 RESULTS = sorted((EXAMPLES / "results").glob("*.json"))
 CORPUS_EXPORTS = [

@@ -22,12 +22,9 @@ import pyoxigraph as ox
 import pytest
 from typer.testing import CliRunner
 
-from karenina_rdf import Store
-from karenina_rdf.cli._app import app
-from karenina_rdf.rdf._vocab import KARENINA
-from karenina_rdf.sparql._named import named_queries
-
-from .conftest import EXAMPLES, load_json
+from karenina_rdf import KARENINA, Store, named_queries
+from karenina_rdf.cli import app
+from tests.conftest import EXAMPLES, load_json
 
 JSON = dict[str, Any]
 runner = CliRunner()

@@ -1,6 +1,6 @@
 """Karenina results databases (SQLite) imported as runs: rows rebuilt as Karenina's loader does.
 
-The databases are written by tests/karenina_db.py in Karenina's layout from the example exports;
+The databases are written by tests/helpers/karenina_db.py in Karenina's layout from the example exports;
 a run read from a database must export the rows of the export it was written from.
 """
 
@@ -16,8 +16,7 @@ from typing import Any
 
 import pytest
 
-from karenina_rdf import Store
-from karenina_rdf._errors import CheckpointError, NotFoundError
+from karenina_rdf import CheckpointError, NotFoundError, Store
 from karenina_rdf.results import _sqlite as _results_sqlite
 from karenina_rdf.results._sqlite import (
     SQLITE_MAGIC,
@@ -27,9 +26,8 @@ from karenina_rdf.results._sqlite import (
     import_results_db,
     result_columns,
 )
-
-from .conftest import EXAMPLES
-from .karenina_db import EXTRA_COLUMNS, RESULT_COLUMNS, Run, write_db
+from tests.conftest import EXAMPLES
+from tests.helpers.karenina_db import EXTRA_COLUMNS, RESULT_COLUMNS, Run, write_db
 
 EXPORTS = sorted((EXAMPLES / "results").glob("*.json"))
 # The example benchmark each example run is over (by the job id's prefix).

@@ -19,12 +19,18 @@ import pytest
 
 from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf._errors import ProviderError, VerificationError
-from karenina_rdf.runner._generate import generate_templates
-from karenina_rdf.runner._run import RunOptions, rescore, run_verification
-from karenina_rdf.runner._tasks import ModelSpec
-from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse
-from karenina_rdf.runner.providers._registry import FunctionProvider
-from karenina_rdf.runner.sandbox._pool import Limits, Sandbox
+from karenina_rdf.runner import (
+    ChatRequest,
+    ChatResponse,
+    FunctionProvider,
+    Limits,
+    ModelSpec,
+    RunOptions,
+    Sandbox,
+    generate_templates,
+    rescore,
+    run_verification,
+)
 
 CAPITAL = """class Answer(BaseAnswer):
     capital: str = Field(description="The capital city named in the response")
@@ -522,7 +528,7 @@ def test_templates_generate(sandbox: Sandbox, reply: str, stored: bool, reason: 
 
 
 def test_cost_per_stage_and_model_is_stored_and_queried(sandbox: Sandbox) -> None:
-    from karenina_rdf.runner.providers._base import Usage
+    from karenina_rdf.runner import Usage
     from karenina_rdf.runner.providers._pricing import cost_usd
 
     store = Store.memory()

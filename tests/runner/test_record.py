@@ -11,10 +11,10 @@ import pytest
 from karenina_rdf import CheckpointError
 from karenina_rdf._errors import VerificationError
 from karenina_rdf.results._model import METADATA, TEMPLATE
+from karenina_rdf.runner import ChatResponse, Usage
 from karenina_rdf.runner._prompts import answering_messages, json_object, parsing_messages
 from karenina_rdf.runner._record import StageError, TaskState, classify, finalize, fresh_result, usage_metadata
 from karenina_rdf.runner._recorded import read_answers
-from karenina_rdf.runner.providers._base import ChatResponse, Usage
 
 
 def test_fresh_result_has_karenina_keys_in_order() -> None:

@@ -14,12 +14,11 @@ import pyoxigraph as ox
 import pytest
 from typer.testing import CliRunner
 
-from karenina_rdf import InvalidValueError, QueryNotFoundError, Store
-from karenina_rdf.cli._app import app
+from karenina_rdf import InvalidValueError, NamedQuery, QueryNotFoundError, Store, named_queries
+from karenina_rdf.cli import app
 from karenina_rdf.sparql._docs import render
-from karenina_rdf.sparql._named import NamedQuery, bind_values, find_query, named_queries, parse_query, to_term
-
-from .conftest import EXAMPLES, ROOT, load_json
+from karenina_rdf.sparql._named import bind_values, find_query, parse_query, to_term
+from tests.conftest import EXAMPLES, ROOT, load_json
 
 runner = CliRunner()
 MOL, PHARMA, BIO = "Molecular biology examples", "Pharmacology examples", "Bioinformatics methods examples"
@@ -104,8 +103,8 @@ def test_named_query(stocked: Store, name: str, params: dict[str, Any], col: str
 
 
 def test_every_named_query_has_a_case() -> None:
-    from .test_results_queries import RESULTS_QUERIES  # the results queries are tested there
-    from .test_runner_pipeline import RUNNER_QUERIES  # and the cost of runs made here there
+    from tests.results.test_results_queries import RESULTS_QUERIES  # the results queries are tested there
+    from tests.runner.test_pipeline import RUNNER_QUERIES  # and the cost of runs made here there
 
     assert not {c[0] for c in CASES} & (RESULTS_QUERIES | RUNNER_QUERIES)
     assert {c[0] for c in CASES} | RESULTS_QUERIES | RUNNER_QUERIES == set(named_queries())

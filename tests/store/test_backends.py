@@ -1,7 +1,7 @@
 """The same store API and CLI on every backend: embedded (on disk), Oxigraph server, Virtuoso.
 
 Each test gets an empty store from the ``backend`` fixture (conftest.py): a folder, or a real
-server started on 127.0.0.1 for the session (tests/servers.py) and emptied after the test.
+server started on 127.0.0.1 for the session (tests/helpers/servers.py) and emptied after the test.
 """
 
 from __future__ import annotations
@@ -18,10 +18,9 @@ import pytest
 from typer.testing import CliRunner
 
 from karenina_rdf import Benchmark, CheckpointError, Store, StoreError
-from karenina_rdf.cli._app import app
-
-from .conftest import EXAMPLES, load_json
-from .test_queries import CASES, _variant_doc
+from karenina_rdf.cli import app
+from tests.conftest import EXAMPLES, load_json
+from tests.sparql.test_queries import CASES, _variant_doc
 
 runner = CliRunner()
 EXAMPLE_FILES = sorted(EXAMPLES.glob("*.jsonld"))

@@ -10,10 +10,8 @@ from typing import Any
 import pyoxigraph as ox
 import pytest
 
-from karenina_rdf import AmbiguousBenchmarkError, BenchmarkNotFoundError, CheckpointError, Store, StoreError
-from karenina_rdf.rdf._vocab import SCHEMA
-
-from .conftest import CORPUS, EXAMPLES, NOT_CHECKPOINTS, corpus_params, load_json, needs_corpus
+from karenina_rdf import SCHEMA, AmbiguousBenchmarkError, BenchmarkNotFoundError, CheckpointError, Store, StoreError
+from tests.conftest import CORPUS, EXAMPLES, NOT_CHECKPOINTS, corpus_params, load_json, needs_corpus
 
 RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 

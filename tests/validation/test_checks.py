@@ -9,13 +9,12 @@ from pathlib import Path
 import pyoxigraph as ox
 import pytest
 
-from karenina_rdf import Store
+from karenina_rdf import Store, template_id
 from karenina_rdf.checkpoint._template_defaults import default_template
-from karenina_rdf.rdf._ids import md5_hex, template_id
+from karenina_rdf.rdf._ids import md5_hex
 from karenina_rdf.validation import _checks
 from karenina_rdf.validation._checks import CHECKS, CHECKS_NS, TemplateCache, evaluation_modes, run_checks
-
-from .conftest import EXAMPLES, corpus_params
+from tests.conftest import EXAMPLES, corpus_params
 
 PREFIXES = """
 @prefix schema: <https://schema.org/> .

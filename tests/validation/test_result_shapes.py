@@ -2,7 +2,7 @@
 """Validation of stored verification runs: the run shapes and the run checks over a run graph
 together with the benchmark graphs it used, the vocabulary and the models (_validate.findings_in_run).
 
-The shape fixtures of runs are in tests/test_shapes.py with the others; here: the Python checks on
+The shape fixtures of runs are in tests/validation/test_shapes.py with the others; here: the Python checks on
 those fixtures, real runs (the examples, the corpus exports), what happens when the store changes
 under a run (a benchmark deleted or re-imported, SPARQL edits), where findings point, and the CLI.
 """
@@ -19,27 +19,17 @@ import pytest
 import rdflib
 from typer.testing import CliRunner
 
-from karenina_rdf import Store
-from karenina_rdf._errors import NotFoundError, StoreError
-from karenina_rdf.cli._app import app
+from karenina_rdf import BenchmarkReport, Finding, NotFoundError, Store, StoreError, validate_store
+from karenina_rdf.cli import app
 from karenina_rdf.rdf._vocab import VOCABULARY_GRAPH
 from karenina_rdf.results._model import FAILURE_GROUPS
 from karenina_rdf.results._runs import resolve_run, taxonomy_triples
 from karenina_rdf.validation._checks import CHECKS, CHECKS_NS, RUN_CHECKS, run_result_checks
 from karenina_rdf.validation._shapes import SHAPES_DIR, shape_files
-from karenina_rdf.validation._validate import (
-    RUN_SHAPE_FILES,
-    BenchmarkReport,
-    Finding,
-    findings_in_run,
-    report_json,
-    validate_run,
-    validate_store,
-)
+from karenina_rdf.validation._validate import RUN_SHAPE_FILES, findings_in_run, report_json, validate_run
+from tests.conftest import CORPUS, EXAMPLES, ROOT, load_json, needs_corpus
 
-from .conftest import CORPUS, EXAMPLES, ROOT, load_json, needs_corpus
-
-FIXTURES = ROOT / "tests" / "fixtures" / "shapes"
+FIXTURES = ROOT / "tests" / "validation" / "fixtures" / "shapes"
 K = "urn:karenina:vocab:"
 EARL = "http://www.w3.org/ns/earl#"
 PROV = "http://www.w3.org/ns/prov#"

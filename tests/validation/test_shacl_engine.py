@@ -1,6 +1,6 @@
 """The SPARQL SHACL engine (karenina_rdf.validation._shacl) agrees with pyshacl, the reference.
 
-For every fixture in tests/fixtures/shapes (validated against its own shape file), every loadable
+For every fixture in tests/validation/fixtures/shapes (validated against its own shape file), every loadable
 corpus file and every example (validated against all of shapes/), the set of (focus node, path,
 message, severity, source constraint component) of both engines must be equal. Blank-node focus
 nodes compare as "_:" (their labels differ between rdflib and pyoxigraph).
@@ -23,10 +23,9 @@ from karenina_rdf.validation._shapes import (
     store_graph_to_rdflib,
     validate_graph_pyshacl,
 )
+from tests.conftest import EXAMPLES, ROOT, corpus_params
 
-from .conftest import EXAMPLES, ROOT, corpus_params
-
-FIXTURES = ROOT / "tests" / "fixtures" / "shapes"
+FIXTURES = ROOT / "tests" / "validation" / "fixtures" / "shapes"
 
 Key = tuple[str, str | None, str, str, str]
 

@@ -34,8 +34,7 @@ from rdflib import RDF, BNode, Literal, URIRef
 from karenina_rdf.validation import _shacl
 from karenina_rdf.validation._shacl import validate_turtle
 from karenina_rdf.validation._shapes import _path_text
-
-from .conftest import SHARED
+from tests.conftest import SHARED
 
 CORE = SHARED / "conformance" / "shacl-w3c" / "tests" / "core"
 SHT = rdflib.Namespace("http://www.w3.org/ns/shacl-test#")

@@ -1,7 +1,7 @@
 # ruff: noqa: E501  (the expected messages are asserted verbatim, so lines stay long)
 """SHACL shapes (shapes/*.ttl) checked with pyshacl, the reference engine.
 
-Each shape file has a conforming and a violating fixture in tests/fixtures/shapes/, validated
+Each shape file has a conforming and a violating fixture in tests/validation/fixtures/shapes/, validated
 against that shape file alone; for a violating fixture the exact set of (focus node, path,
 message) is asserted. Every loadable corpus file and every example must give no Violation.
 """
@@ -23,10 +23,9 @@ from karenina_rdf.validation._shapes import (
     store_graph_to_rdflib,
     validate_graph_pyshacl,
 )
+from tests.conftest import EXAMPLES, ROOT, corpus_params
 
-from .conftest import EXAMPLES, ROOT, corpus_params
-
-FIXTURES = ROOT / "tests" / "fixtures" / "shapes"
+FIXTURES = ROOT / "tests" / "validation" / "fixtures" / "shapes"
 SHAPE_NAMES = [p.stem for p in shape_files()]
 PREFIXES = {
     "http://example.org/": ":",

@@ -8,8 +8,7 @@ from rdflib import RDF, Namespace
 from karenina_rdf.validation._checks import CHECKS
 from karenina_rdf.validation._docs import render
 from karenina_rdf.validation._shapes import SH, shape_files
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 DOC = ROOT / "docs" / "shapes.md"
 SH_NS = Namespace(SH)

@@ -12,20 +12,12 @@ import pyoxigraph as ox
 import pytest
 from typer.testing import CliRunner
 
-from karenina_rdf import CheckpointError, Store
-from karenina_rdf.cli._app import app
-from karenina_rdf.validation._validate import (
-    LOAD_RULES,
-    BenchmarkReport,
-    Finding,
-    reports_turtle,
-    validate,
-    validate_store,
-)
+from karenina_rdf import BenchmarkReport, CheckpointError, Finding, Store, validate, validate_store
+from karenina_rdf.cli import app
+from karenina_rdf.validation._validate import LOAD_RULES, reports_turtle
+from tests.conftest import EXAMPLES, ROOT, load_json
 
-from .conftest import EXAMPLES, load_json
-
-FIXTURES = Path(__file__).parent / "fixtures" / "shapes"
+FIXTURES = ROOT / "tests" / "validation" / "fixtures" / "shapes"
 
 DOC = load_json(EXAMPLES / "molecular-biology.jsonld")
 runner = CliRunner()

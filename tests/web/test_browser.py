@@ -20,9 +20,8 @@ from typing import Any
 import pytest
 
 from karenina_rdf import Store
-
-from .conftest import EXAMPLES, ROOT
-from .servers import free_port
+from tests.conftest import EXAMPLES, ROOT
+from tests.helpers.servers import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 ARGS = [
@@ -62,7 +61,7 @@ def server() -> Iterator[str]:
     """The endpoint over the three examples, served by uvicorn in a thread of this process."""
     import uvicorn
 
-    from karenina_rdf.web._app import create_app
+    from karenina_rdf import create_app
 
     store = Store.memory()
     for path in sorted(EXAMPLES.glob("*.jsonld")):

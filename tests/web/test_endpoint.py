@@ -1,6 +1,6 @@
 """The endpoint in process (Starlette's TestClient over the real app and a real store): SPARQL
 protocol formats and dataset, service description, VoID, named queries, writes with the token,
-and the limits. tests/test_endpoint_server.py runs it as its own process over HTTP."""
+and the limits. tests/web/test_endpoint_server.py runs it as its own process over HTTP."""
 
 from __future__ import annotations
 
@@ -15,13 +15,11 @@ import pyoxigraph as ox
 import pytest
 from fastapi.testclient import TestClient
 
-from karenina_rdf import Store
+from karenina_rdf import EndpointSettings, Store, create_app
 from karenina_rdf.rdf._vocab import CATALOG_GRAPH
-from karenina_rdf.web._app import EndpointSettings, create_app
+from tests.conftest import ROOT, server_url
 
-from .conftest import server_url
-
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.jsonld"))
+EXAMPLES = sorted((ROOT / "examples").glob("*.jsonld"))
 TOKEN = "s3cret-token"
 SD = "http://www.w3.org/ns/sparql-service-description#"
 VOID = "http://rdfs.org/ns/void#"

@@ -14,12 +14,11 @@ import pyoxigraph as ox
 import pytest
 from fastapi.testclient import TestClient
 
-from karenina_rdf import Store
-from karenina_rdf.web._app import create_app
+from karenina_rdf import Store, create_app
+from tests.conftest import ROOT
+from tests.helpers.servers import Server, start_endpoint
 
-from .servers import Server, start_endpoint
-
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.jsonld"))
+EXAMPLES = sorted((ROOT / "examples").glob("*.jsonld"))
 # About 650 triples squared times K rows to count: seconds of work that cannot stream.
 SLOW = "SELECT (COUNT(*) AS ?n) WHERE {{ ?a ?b ?c . ?d ?e ?f VALUES ?k {{ {} }} }}"
 
@@ -107,7 +106,7 @@ def test_read_only_by_default_over_http(server: Server) -> None:
 
 @pytest.mark.parametrize("name", ["oxigraph", "virtuoso"])
 def test_endpoint_over_a_server_store(name: str, sparql_servers: dict[str, Any]) -> None:
-    from .conftest import _empty, server_url
+    from tests.conftest import _empty, server_url
 
     store = Store(server_url(sparql_servers, name))
     try:

@@ -12,11 +12,11 @@ import pyoxigraph as ox
 import pytest
 from fastapi.testclient import TestClient
 
-from karenina_rdf import Store, map_checkpoint
-from karenina_rdf.web._app import create_app
+from karenina_rdf import Store, create_app, map_checkpoint
 from karenina_rdf.web._linked import Site, normalise_path
+from tests.conftest import ROOT
 
-EXAMPLES = sorted((Path(__file__).resolve().parents[1] / "examples").glob("*.jsonld"))
+EXAMPLES = sorted((ROOT / "examples").glob("*.jsonld"))
 BASE = "http://127.0.0.1:8000/"
 SCHEMA = "https://schema.org/"
 # The node types of the examples (their custom properties and creators are literals, so no

@@ -31,15 +31,14 @@ from __future__ import annotations
 import subprocess
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 
 import httpx
 import pytest
 
-from .servers import Server, _wait, free_port, oxigraph_binary, start_endpoint
-from .w3c_protocol import Outcome, load_manifest, replay, reset_and_load_via_update
+from tests.conftest import SHARED
+from tests.helpers.servers import Server, _wait, free_port, oxigraph_binary, start_endpoint
+from tests.helpers.w3c_protocol import Outcome, load_manifest, replay, reset_and_load_via_update
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 MANIFEST = SHARED / "conformance" / "sparql11" / "protocol" / "manifest.ttl"
 
 needs_manifest = pytest.mark.skipif(

@@ -18,23 +18,15 @@ from typing import Any
 import pytest
 
 from karenina_rdf._errors import ProviderError, VerificationError
-from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Message, Provider, Usage
-from karenina_rdf.runner.providers._registry import (
-    AnthropicProvider,
-    CachedProvider,
-    FunctionProvider,
-    OpenAICompatibleProvider,
-    Recorder,
-    ReplayProvider,
-    ResponseCache,
-    RetryingProvider,
-    RetryPolicy,
-    cost_usd,
-    estimate_tokens,
-    parse_retry_after,
-    prices,
-    provider_from_spec,
-)
+from karenina_rdf.runner import ChatRequest, ChatResponse, FunctionProvider, Message, Provider, Usage
+from karenina_rdf.runner.providers._anthropic import AnthropicProvider
+from karenina_rdf.runner.providers._cache import CachedProvider, ResponseCache
+from karenina_rdf.runner.providers._openai import OpenAICompatibleProvider
+from karenina_rdf.runner.providers._pricing import cost_usd, prices
+from karenina_rdf.runner.providers._registry import estimate_tokens, provider_from_spec
+from karenina_rdf.runner.providers._replay import Recorder, ReplayProvider
+from karenina_rdf.runner.providers._retry import RetryingProvider, RetryPolicy, parse_retry_after
+from tests.conftest import ROOT
 
 SECRET = "sk-test-DO-NOT-LEAK-1234567890"
 
@@ -705,7 +697,7 @@ def test_cost_known_and_unknown(model: str, expected: float | None, monkeypatch:
 
 
 def test_shipped_price_table_says_where_from() -> None:
-    raw = json.loads((Path(__file__).parents[1] / "karenina_rdf" / "runner" / "providers" / "prices.json").read_text())
+    raw = json.loads((ROOT / "karenina_rdf" / "runner" / "providers" / "prices.json").read_text())
     assert raw["_source"] and raw["as_of"] and raw["models"]
 
 

@@ -6,17 +6,15 @@ import base64
 import json
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
 import cloudpickle
 import pytest
 
-from karenina_rdf import Benchmark, Store
+from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf._errors import ProviderError
-from karenina_rdf.checkpoint._rubric import RubricTrait
+from karenina_rdf.runner import ChatRequest, ChatResponse, Usage
 from karenina_rdf.runner._prompts import json_object
-from karenina_rdf.runner.providers._base import ChatRequest, ChatResponse, Usage
 from karenina_rdf.runner.rubric._evaluate import (
     CALLABLE_NO_SANDBOX,
     CALLABLE_UNTRUSTED,
@@ -26,8 +24,8 @@ from karenina_rdf.runner.rubric._evaluate import (
     evaluate_rubric,
     merge_rubrics,
 )
+from tests.conftest import SHARED
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared"
 ALL_FEATURES = SHARED / "corpus" / "karenina" / "generated__all_features.jsonld"
 REFERENCE = "REFERENCE-ANSWER-XYZZY"
 

@@ -20,10 +20,9 @@ from typing import Any
 import cloudpickle
 import pytest
 
-from karenina_rdf.runner.sandbox._pool import Limits, Sandbox, SandboxOutcome, namespace_prefix
-from karenina_rdf.runner.sandbox._process import WorkerProcess
-
-from .conftest import CORPUS, EXAMPLES
+from karenina_rdf.runner import Limits, Sandbox, SandboxOutcome
+from karenina_rdf.runner.sandbox._process import WorkerProcess, namespace_prefix
+from tests.conftest import CORPUS, EXAMPLES
 
 GOOD = """
 class Answer(BaseAnswer):
@@ -374,7 +373,7 @@ class Answer(BaseAnswer):
 
 
 def test_example_templates_in_the_sandbox(sandbox: Sandbox) -> None:
-    from .test_runner_answer import _templates_in
+    from tests.runner.worker.test_answer import _templates_in
 
     codes = [code for path in sorted(EXAMPLES.glob("*.jsonld")) for code in _templates_in(path)]
     assert codes

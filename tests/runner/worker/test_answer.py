@@ -14,8 +14,7 @@ import pytest
 from karenina_rdf.runner.worker import _primitives as prim
 from karenina_rdf.runner.worker._runtime import judge_schema
 from karenina_rdf.runner.worker._template import ParseFailure, TemplateInvalid, load_template, verify
-
-from .conftest import CORPUS, EXAMPLES
+from tests.conftest import CORPUS, EXAMPLES
 
 
 def _templates_in(path: Path) -> list[str]:

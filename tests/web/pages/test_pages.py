@@ -16,13 +16,11 @@ import pytest
 from fastapi.testclient import TestClient
 from markupsafe import escape
 
-from karenina_rdf import Benchmark, Store, named_queries
+from karenina_rdf import Benchmark, Store, create_app, named_queries
 from karenina_rdf.rdf._ids import question_iri, segment
-from karenina_rdf.web._app import create_app
 from karenina_rdf.web.pages._benchmarks import PAGE_SIZE
 from karenina_rdf.web.pages._display import editor_text
-
-from .conftest import EXAMPLES, ROOT, load_json
+from tests.conftest import EXAMPLES, ROOT, load_json
 
 HTML = {"accept": "text/html"}
 PHARMA = "/benchmarks/urn:uuid:karenina-checkpoint-1795172400.0"
