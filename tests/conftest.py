@@ -79,7 +79,13 @@ def disk_store(tmp_path: Path) -> Iterator[Store]:
 
 # -- SPARQL servers ------------------------------------------------------------------------------
 
-BACKENDS = ["embedded", "oxigraph", "virtuoso"]
+# The server backends start a server process (once per session): marked slow, so that
+# `-m "not slow"` keeps only the embedded store.
+BACKENDS = [
+    "embedded",
+    pytest.param("oxigraph", marks=pytest.mark.slow),
+    pytest.param("virtuoso", marks=pytest.mark.slow),
+]
 
 
 @pytest.fixture(scope="session")

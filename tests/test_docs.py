@@ -6,6 +6,8 @@ import re
 import subprocess
 import sys
 
+import pytest
+
 from karenina_rdf.cli import app
 from tests.conftest import ROOT
 
@@ -51,6 +53,7 @@ def test_docs_exist() -> None:
         assert (ROOT / doc).is_file(), doc
 
 
+@pytest.mark.slow  # runs the example script in a subprocess
 def test_api_example_runs() -> None:
     r = subprocess.run(
         [sys.executable, "examples/api_example.py"], cwd=ROOT, capture_output=True, text=True, timeout=120
@@ -59,6 +62,7 @@ def test_api_example_runs() -> None:
     assert "shared: 'What is the primary molecular target of imatinib?' in 2 benchmarks" in r.stdout
 
 
+@pytest.mark.slow  # runs the example script in a subprocess
 def test_queries_tour_runs() -> None:
     r = subprocess.run(
         [sys.executable, "examples/queries_tour.py"], cwd=ROOT, capture_output=True, text=True, timeout=120

@@ -9,6 +9,9 @@ import pytest
 
 from tests.conftest import ROOT
 
+# slow: runs ruff and mypy in subprocesses
+pytestmark = pytest.mark.slow
+
 
 @pytest.mark.parametrize(
     "command",

@@ -207,6 +207,7 @@ def test_unreadable_files(tmp_path: Path, data: bytes, line: int, message: str) 
     assert message in problem.message
 
 
+@pytest.mark.slow  # writes and reads a 200 MB file
 def test_200_mb_file_cut_off_midway(tmp_path: Path) -> None:
     """A large upload interrupted: reported by line, store untouched, memory bounded by the file."""
     item = json.dumps(DOC["dataFeedElement"][0], indent=2)

@@ -112,6 +112,7 @@ def test_bad_files_one_line_each_and_good_ones_imported(tmp_path: Path) -> None:
     assert "imported Pharmacology examples" in out
 
 
+@pytest.mark.slow  # runs the installed console script in subprocesses
 def test_console_script_end_to_end(tmp_path: Path) -> None:
     """The installed entry point, in a real process, with the store from the environment."""
     env = {"KARENINA_RDF_STORE": str(tmp_path / "s"), "PATH": str(Path(sys.executable).parent)}

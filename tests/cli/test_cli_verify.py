@@ -32,6 +32,9 @@ from tests.conftest import EXAMPLES
 from tests.helpers.fake_llm_server import COMPLETION_TOKENS, PROMPT_TOKENS, FakeLLM, kind, user_text
 from tests.helpers.servers import free_port, start_endpoint
 
+# slow: the CLI against a fake LLM server over HTTP, with sandbox workers and CLI subprocesses
+pytestmark = pytest.mark.slow
+
 runner = CliRunner()
 
 TINY_TEMPLATES = {

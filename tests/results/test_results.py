@@ -558,7 +558,7 @@ def test_unknown_run_is_a_clear_error(examples: Store) -> None:
 
 
 # -- streaming reader ------------------------------------------------------------------------
-@pytest.mark.parametrize("window", [1, 7, 1 << 20])
+@pytest.mark.parametrize("window", [pytest.param(1, marks=pytest.mark.slow), 7, 1 << 20])  # 1: a byte at a time
 @pytest.mark.parametrize("path", RESULTS, ids=[p.name for p in RESULTS])
 def test_reader_gives_the_rows_json_load_gives(monkeypatch: pytest.MonkeyPatch, window: int, path: Path) -> None:
     monkeypatch.setattr(reader_module, "_WINDOW", window)

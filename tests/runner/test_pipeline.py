@@ -32,6 +32,9 @@ from karenina_rdf.runner import (
     run_verification,
 )
 
+# slow: every test runs verification with template code in sandbox worker processes
+pytestmark = pytest.mark.slow
+
 CAPITAL = """class Answer(BaseAnswer):
     capital: str = Field(description="The capital city named in the response")
 

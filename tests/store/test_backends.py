@@ -162,6 +162,7 @@ def test_validate_stored(backend: Backend) -> None:
     assert all(r.conforms and not r.findings for r in reports), [f for r in reports for f in r.findings]
 
 
+@pytest.mark.slow  # every command on every backend, each importing the examples (tests/cli: the embedded CLI)
 @pytest.mark.parametrize(
     ("args", "expect"),
     [

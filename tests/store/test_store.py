@@ -372,6 +372,7 @@ def test_queries_do_not_see_a_graph_being_loaded(store: Store) -> None:
     store._pending(loading, False)
 
 
+@pytest.mark.slow  # a second Python process holds the store
 def test_a_store_another_process_holds_is_named_with_a_hint(tmp_path: Path) -> None:
     import subprocess
     import sys

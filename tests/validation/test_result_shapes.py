@@ -264,6 +264,7 @@ def test_example_runs_conform(runs: Store) -> None:
         assert r.source == f"{RESULTS / (r.run or '')}.json"
 
 
+@pytest.mark.slow  # pyshacl, the reference engine, over a whole run
 def test_fast_engine_agrees_with_pyshacl_on_a_run(runs: Store) -> None:
     fast = validate_run(runs, WARNED_RUN)
     reference = validate_run(runs, WARNED_RUN, engine="pyshacl")

@@ -76,11 +76,13 @@ def _agree_on_file(path: Path) -> None:
     assert _keys(mine) == _keys(reference, blank)
 
 
+@pytest.mark.slow  # pyshacl, the reference engine, over whole benchmarks
 @pytest.mark.parametrize("path", corpus_params(loadable_only=True))
 def test_corpus_agrees_with_pyshacl(path: Path) -> None:
     _agree_on_file(path)
 
 
+@pytest.mark.slow  # pyshacl, the reference engine, over whole benchmarks
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.jsonld")), ids=lambda p: p.name)
 def test_example_agrees_with_pyshacl(path: Path) -> None:
     _agree_on_file(path)

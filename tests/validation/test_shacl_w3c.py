@@ -202,6 +202,7 @@ def _local(iri: rdflib.term.Node) -> Path:
     return Path(str(iri).removeprefix("file://"))
 
 
+@pytest.mark.slow  # runs the whole W3C SHACL core suite
 @needs_suite
 @pytest.mark.parametrize("name", RUN)
 @pytest.mark.parametrize("small_focus", [-1, 10**9], ids=["scan", "focus-first"])

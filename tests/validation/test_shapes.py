@@ -907,12 +907,14 @@ def _validate_file(path: Path) -> ValidationReport:
         store.close()
 
 
+@pytest.mark.slow  # pyshacl, the reference engine, over whole benchmarks
 @pytest.mark.parametrize("path", corpus_params(loadable_only=True))
 def test_corpus_has_no_violations(path: Path) -> None:
     report = _validate_file(path)
     assert report.violations == [], [(r.focus_node, r.path, r.message) for r in report.violations]
 
 
+@pytest.mark.slow  # pyshacl, the reference engine, over whole benchmarks
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.jsonld")), ids=lambda p: p.name)
 def test_examples_conform(path: Path) -> None:
     report = _validate_file(path)

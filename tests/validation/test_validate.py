@@ -79,6 +79,7 @@ def test_turtle_is_a_standard_report() -> None:
     assert bool(ask)
 
 
+@pytest.mark.slow  # pyshacl, the reference engine, over whole stored benchmarks
 def test_validate_store(store: Store) -> None:
     store.import_paths([EXAMPLES])
     reports = validate_store(store, engine="pyshacl")
@@ -94,7 +95,9 @@ def test_validate_store(store: Store) -> None:
 @pytest.mark.parametrize(
     ("args", "code", "expect"),
     [
-        (["validate", str(EXAMPLES)], 0, "conforms (0 violations, 0 warnings)"),
+        pytest.param(  # pyshacl, the reference engine, over every example benchmark and run
+            ["validate", str(EXAMPLES)], 0, "conforms (0 violations, 0 warnings)", marks=pytest.mark.slow
+        ),
         (["validate", "BAD"], 1, "at /dataFeedElement/2/item (question"),
         (["validate", "BAD", "--format", "json"], 1, '"conforms": false'),
         (["validate", "BAD", "--format", "turtle"], 1, "sh:ValidationReport"),
@@ -113,6 +116,7 @@ def test_cli(tmp_path: Path, args: list[str], code: int, expect: str) -> None:
     assert expect in result.stdout
 
 
+@pytest.mark.slow  # pyshacl, the reference engine, over whole stored benchmarks
 def test_cli_stored(tmp_path: Path) -> None:
     store = str(tmp_path / "s")
     assert runner.invoke(app, ["import", str(EXAMPLES), "--store", store]).exit_code == 0

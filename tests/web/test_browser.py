@@ -50,10 +50,13 @@ ORDER BY ?benchmark ?question"""
 playwright_api = pytest.importorskip(
     "playwright.sync_api", reason="Playwright (pip package playwright) is not installed"
 )
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)),
-    reason=f"no chromium at {CHROMIUM} (Debian package chromium)",
-)
+pytestmark = [
+    pytest.mark.slow,  # drives a real browser (chromium through Playwright) against a served endpoint
+    pytest.mark.skipif(
+        not (CHROMIUM.is_file() and os.access(CHROMIUM, os.X_OK)),
+        reason=f"no chromium at {CHROMIUM} (Debian package chromium)",
+    ),
+]
 
 
 @pytest.fixture(scope="module")

@@ -363,12 +363,14 @@ def test_body_size_limit() -> None:
         )
 
 
+@pytest.mark.slow  # runs a query until the 0.5 s time limit stops it
 def test_time_limit_stops_a_streaming_query() -> None:
     with _writable(timeout=0.5, max_result_bytes=10**12) as c:
         r = c.get("/sparql", params={"query": "SELECT * WHERE { ?a ?b ?c . ?d ?e ?f . ?g ?h ?i }"})
         assert r.status_code == 503 and "time limit of 0.5 s" in r.text
 
 
+@pytest.mark.slow  # starts an Oxigraph server to federate with
 @pytest.mark.parametrize(
     ("allowed", "status"), [((), 403), (("http://127.0.0.1:1/",), 403), (("SERVER",), 200), (("*",), 200)]
 )

@@ -18,6 +18,9 @@ from karenina_rdf import Store, create_app
 from tests.conftest import ROOT
 from tests.helpers.servers import Server, start_endpoint
 
+# slow: starts `karenina-rdf serve` (uvicorn) and SPARQL servers as processes
+pytestmark = pytest.mark.slow
+
 EXAMPLES = sorted((ROOT / "examples").glob("*.jsonld"))
 # About 650 triples squared times K rows to count: seconds of work that cannot stream.
 SLOW = "SELECT (COUNT(*) AS ?n) WHERE {{ ?a ?b ?c . ?d ?e ?f VALUES ?k {{ {} }} }}"

@@ -287,6 +287,7 @@ def test_run_resources_dereference(
     assert html_page.status_code == 200 and html_page.headers["content-type"].startswith("text/html")
 
 
+@pytest.mark.slow  # a sweep: dereferences every subject of every run (over 500 requests)
 def test_all_run_subjects_dereference(runs_store: Store, runs_client: TestClient) -> None:
     runs = {g.value for g in runs_store.run_graphs()}
     subjects = {

@@ -153,6 +153,7 @@ def test_manifest_parses() -> None:
     assert not any(t.default_data for t in tests)
 
 
+@pytest.mark.slow  # replays the W3C protocol suite against running servers
 @needs_manifest
 @needs_oxigraph
 def test_oxigraph_baseline(oxigraph: Endpoint, record_property: Callable[[str, object], None]) -> None:
@@ -205,6 +206,7 @@ def _replay_all(endpoint: Endpoint, headers: dict[str, str]) -> dict[str, Outcom
     return outcomes
 
 
+@pytest.mark.slow  # replays the W3C protocol suite against running servers
 @needs_manifest
 @needs_oxigraph
 def test_endpoint_passes_what_oxigraph_passes(ours: Endpoint, oxigraph: Endpoint) -> None:

@@ -98,6 +98,7 @@ class FakeServer:
         return self
 
 
+# A fake LLM server over HTTP: the tests that use it are marked slow.
 @pytest.fixture(scope="module")
 def fake_server() -> Iterator[FakeServer]:
     server = FakeServer()
@@ -151,6 +152,7 @@ def chat_error(status: int, message: str = "boom", headers: dict[str, str] | Non
 # --- OpenAI-compatible endpoint --------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_openai_success_usage_and_wire_format(fake_server: FakeServer) -> None:
     fake_server.script(chat_ok('{"answer": "4"}', prompt=11, completion=2, model="m-1-2025"))
     provider = OpenAICompatibleProvider(fake_server.url + "/v1/", api_key=SECRET, timeout=5)
@@ -172,6 +174,7 @@ def test_openai_success_usage_and_wire_format(fake_server: FakeServer) -> None:
     }
 
 
+@pytest.mark.slow
 def test_openai_without_key_or_schema_sends_neither(fake_server: FakeServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     fake_server.script(chat_ok())
@@ -180,6 +183,7 @@ def test_openai_without_key_or_schema_sends_neither(fake_server: FakeServer, mon
     assert "authorization" not in seen.headers and "response_format" not in seen.body
 
 
+@pytest.mark.slow
 def test_openai_drops_a_refused_response_format(fake_server: FakeServer) -> None:
     refused = chat_error(400, "Invalid parameter: 'response_format' of type 'json_object' is not supported")
     fake_server.script(refused, chat_ok(), chat_ok())
@@ -189,6 +193,7 @@ def test_openai_drops_a_refused_response_format(fake_server: FakeServer) -> None
     assert ["response_format" in s.body for s in fake_server.seen] == [True, False, False]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("reply", "category", "retryable", "retry_after"),
     [
@@ -216,6 +221,7 @@ def test_openai_error_categories(
     assert "label 'q1'" in str(err) and SECRET not in str(err)
 
 
+@pytest.mark.slow
 def test_openai_429_with_retry_after_then_success(fake_server: FakeServer) -> None:
     fake_server.script(chat_error(429, "slow down", {"Retry-After": "7"}), chat_ok())
     sleep = FakeSleep()
@@ -226,6 +232,7 @@ def test_openai_429_with_retry_after_then_success(fake_server: FakeServer) -> No
     assert provider.interface == "openai_endpoint"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("budget", "failures", "calls", "outcome"),
     [
@@ -258,6 +265,7 @@ def test_openai_server_errors_against_the_budget(
     assert sleep.delays == [1.0, 2.0][: calls - 1]
 
 
+@pytest.mark.slow
 def test_openai_slow_reply_is_a_timeout(fake_server: FakeServer) -> None:
     fake_server.script(Reply(delay=1.0, body={"choices": []}))
     started = time.monotonic()
@@ -295,6 +303,7 @@ def anthropic_error(status: int, kind: str, message: str = "no", headers: dict[s
     return Reply(status, {"type": "error", "error": {"type": kind, "message": message}}, headers or {})
 
 
+@pytest.mark.slow
 def test_anthropic_success_usage_and_wire_format(fake_server: FakeServer) -> None:
     fake_server.script(message_ok())
     provider = AnthropicProvider(api_key=SECRET, base_url=fake_server.url, timeout=5)
@@ -311,6 +320,7 @@ def test_anthropic_success_usage_and_wire_format(fake_server: FakeServer) -> Non
     assert SECRET not in repr(provider)
 
 
+@pytest.mark.slow
 def test_anthropic_model_refusing_temperature(fake_server: FakeServer) -> None:
     refused = anthropic_error(400, "invalid_request_error", "`temperature` is deprecated for this model.")
     fake_server.script(refused, message_ok(), message_ok())
@@ -320,6 +330,7 @@ def test_anthropic_model_refusing_temperature(fake_server: FakeServer) -> None:
     assert ["temperature" in s.body for s in fake_server.seen] == [True, False, False]
 
 
+@pytest.mark.slow
 def test_anthropic_temperature_out_of_range_is_not_dropped(fake_server: FakeServer) -> None:
     fake_server.script(anthropic_error(400, "invalid_request_error", "temperature: must be <= 1.0"), message_ok())
     with pytest.raises(ProviderError) as caught:
@@ -327,6 +338,7 @@ def test_anthropic_temperature_out_of_range_is_not_dropped(fake_server: FakeServ
     assert caught.value.category == "unexpected_error" and len(fake_server.seen) == 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("reply", "category", "retryable", "retry_after"),
     [
@@ -351,6 +363,7 @@ def test_anthropic_error_categories(
     assert SECRET not in str(err) and err.__cause__ is None and err.__suppress_context__
 
 
+@pytest.mark.slow
 def test_anthropic_timeout_and_connection(fake_server: FakeServer) -> None:
     fake_server.script(Reply(delay=1.0, body={}))
     with pytest.raises(ProviderError) as caught:
@@ -455,6 +468,7 @@ def test_recorder_follows_a_deleted_file(tmp_path: Path) -> None:
     assert len(ReplayProvider(path)) == 2
 
 
+@pytest.mark.slow
 def test_recordings_and_cache_never_hold_the_key(fake_server: FakeServer, tmp_path: Path) -> None:
     fake_server.script(chat_ok(), message_ok())
     recordings, cache_file = tmp_path / "calls.jsonl", tmp_path / "cache.sqlite"

@@ -36,6 +36,10 @@ class Answer(BaseAnswer):
 """
 
 
+# Every test that starts worker processes is marked slow (`-m "not slow"` leaves them out); only
+# the one whose worker cannot even start is not.
+
+
 @pytest.fixture(scope="module")
 def sandbox() -> Iterator[Sandbox]:
     with Sandbox(workers=2, limits=Limits(cpu_seconds=1, wall_seconds=4, memory_mb=256)) as sb:
@@ -112,6 +116,7 @@ ATTACKS = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("body", "kind", "error"), [a[1:] for a in ATTACKS], ids=[a[0] for a in ATTACKS])
 def test_attacks_end_as_failed_outcomes_and_the_run_goes_on(
     sandbox: Sandbox, body: str, kind: str | None, error: str | None
@@ -127,6 +132,7 @@ def test_attacks_end_as_failed_outcomes_and_the_run_goes_on(
     _still_works(sandbox)
 
 
+@pytest.mark.slow
 def test_template_class_body_is_guarded_too(sandbox: Sandbox) -> None:
     code = GOOD + "\nimport os\nos.listdir('/root')\n"
     outcome = sandbox.validate_template(code)
@@ -135,6 +141,7 @@ def test_template_class_body_is_guarded_too(sandbox: Sandbox) -> None:
     _still_works(sandbox)
 
 
+@pytest.mark.slow
 def test_files_outside_the_sandbox_directory(sandbox: Sandbox, tmp_path: Path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("top secret")
@@ -164,6 +171,7 @@ def _claim_cpu(cpu: str) -> str:
     )
 
 
+@pytest.mark.slow
 def test_the_cpu_limit_does_not_believe_the_worker() -> None:
     with Sandbox(workers=1, limits=Limits(cpu_seconds=1, wall_seconds=6)) as sb:
         assert sb.verify_template(_claim_cpu("1e9"), {"target": "x"}, "", None).ok
@@ -172,6 +180,7 @@ def test_the_cpu_limit_does_not_believe_the_worker() -> None:
         _still_works(sb)
 
 
+@pytest.mark.slow
 def test_bogus_cpu_claims_cannot_break_the_runner() -> None:
     with Sandbox(workers=1, limits=Limits(cpu_seconds=1, wall_seconds=6)) as sb:
         for bogus in ("float('nan')", "'many'", "None", "-1e9", "[1]"):
@@ -179,6 +188,7 @@ def test_bogus_cpu_claims_cannot_break_the_runner() -> None:
             _still_works(sb)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("body", "error"),
     [
@@ -220,6 +230,7 @@ def _process_gone(pid: int, command: bytes) -> bool:
     return False
 
 
+@pytest.mark.slow
 def test_children_do_not_outlive_their_worker() -> None:
     # One process is allowed, and it runs outside the audit hook; the worker that started it exits
     # by itself after the call (it is tainted), and the child must go with it.
@@ -256,6 +267,7 @@ def test_a_worker_that_cannot_start_leaves_nothing_behind(monkeypatch: pytest.Mo
             os.fstat(fd)
 
 
+@pytest.mark.slow
 def test_max_processes_allows_that_many() -> None:
     one = _attack("import subprocess\nassert subprocess.run(['true']).returncode == 0")
     two = _attack("import subprocess\nsubprocess.run(['true'])\nsubprocess.run(['true'])")
@@ -265,6 +277,7 @@ def test_max_processes_allows_that_many() -> None:
         _still_works(sb)
 
 
+@pytest.mark.slow
 def test_the_sandbox_directory_is_usable(sandbox: Sandbox) -> None:
     body = "import os, tempfile\nopen('notes.txt', 'w').write('ok')\nassert open('notes.txt').read() == 'ok'\n"
     body += "os.mkdir('d')\nos.rename('notes.txt', 'd/n.txt')\nassert os.listdir('d') == ['n.txt']\n"
@@ -273,6 +286,7 @@ def test_the_sandbox_directory_is_usable(sandbox: Sandbox) -> None:
     assert outcome.ok and outcome.value["verify_result"] is True, outcome
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "body",
     [
@@ -292,6 +306,7 @@ def test_no_network(sandbox: Sandbox, listener: tuple[socket.socket, int], body:
     _still_works(sandbox)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not namespace_prefix(), reason="unprivileged user namespaces are not available here")
 def test_network_namespace_holds_without_the_audit_hook(listener: tuple[socket.socket, int]) -> None:
     """What code that gets past the audit hook sees from a worker: no route to 127.0.0.1. A child
@@ -312,6 +327,7 @@ def test_network_namespace_holds_without_the_audit_hook(listener: tuple[socket.s
         server.accept()
 
 
+@pytest.mark.slow
 def test_template_semantics_through_the_sandbox(sandbox: Sandbox) -> None:
     validated = sandbox.validate_template(GOOD)
     assert validated.ok and validated.elapsed > 0
@@ -352,6 +368,7 @@ def test_template_semantics_through_the_sandbox(sandbox: Sandbox) -> None:
     assert result.value["regex_extraction_results"] == {"n": ["7"]}
 
 
+@pytest.mark.slow
 def test_every_outcome_is_json(sandbox: Sandbox) -> None:
     code = """
 class Answer(BaseAnswer):
@@ -372,6 +389,7 @@ class Answer(BaseAnswer):
     assert outcome.value["parsed_llm_response"]["note"].startswith("<object object at ")
 
 
+@pytest.mark.slow
 def test_example_templates_in_the_sandbox(sandbox: Sandbox) -> None:
     from tests.runner.worker.test_answer import _templates_in
 
@@ -412,6 +430,7 @@ def _functions() -> dict[str, Callable[[str], Any]]:
     return {"is_long": is_long, "word_score": word_score, "broken": broken, "not_json": not_json, "snoop": snoop}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("name", "text", "ok", "value", "kind", "error"),
     [
@@ -435,6 +454,7 @@ def test_callables(
     _still_works(sandbox)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not CORPUS.is_dir(), reason="the Karenina corpus is absent")
 def test_corpus_callable_traits(sandbox: Sandbox) -> None:
     data = json.loads((CORPUS / "generated__all_features.jsonld").read_text())
@@ -448,6 +468,7 @@ def test_corpus_callable_traits(sandbox: Sandbox) -> None:
     assert {name: r.value for name, r in results.items()} == {"is_long": True, "length_bucket": 2, "tone": "formal"}
 
 
+@pytest.mark.slow
 def test_templates_are_executed_once_per_worker() -> None:
     # Each execution of the template bumps a counter the instance then reports as an extra attribute.
     code = "import builtins\nbuiltins.loads = getattr(builtins, 'loads', 0) + 1\n" + GOOD.replace(
@@ -459,6 +480,7 @@ def test_templates_are_executed_once_per_worker() -> None:
     assert all(c["verify_result"] for c in counts)
 
 
+@pytest.mark.slow
 def test_concurrent_calls_share_the_pool(sandbox: Sandbox) -> None:
     seen: list[tuple[Any, Any]] = []
     lock = threading.Lock()
@@ -485,6 +507,7 @@ def test_concurrent_calls_share_the_pool(sandbox: Sandbox) -> None:
     assert all(observed == wanted for observed, wanted in seen), [p for p in seen if p[0] != p[1]]
 
 
+@pytest.mark.slow
 def test_worker_environment_and_cleanup() -> None:
     os.environ["KARENINA_SANDBOX_TEST_SECRET"] = "s3cret"
     try:
@@ -512,6 +535,7 @@ def _proc_limits(pid: int) -> dict[str, tuple[str, str]]:
     return {row[0]: (row[1], row[2]) for row in rows}
 
 
+@pytest.mark.slow
 def test_layers_and_limits() -> None:
     mb = 1024 * 1024
     with Sandbox(workers=1, limits=Limits(cpu_seconds=3, memory_mb=512, wall_seconds=1)) as sb:
@@ -542,6 +566,7 @@ def test_layers_and_limits() -> None:
         outcome.ok = False  # type: ignore[misc]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not namespace_prefix(), reason="unprivileged user namespaces are not available here")
 def test_workers_run_in_their_own_namespaces() -> None:
     with Sandbox(workers=1) as sb:
