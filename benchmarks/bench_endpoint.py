@@ -66,7 +66,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import httpx
 
-    from tests.servers import Server
+    from tests.helpers.servers import Server
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -379,7 +379,7 @@ def prepare(root: Path, n: int, seed: int, slow_seconds: float, compact: bool) -
 
     from karenina_rdf import Store
     from karenina_rdf.rdf._vocab import sparql_prefixes
-    from tests.servers import oxigraph_binary
+    from tests.helpers.servers import oxigraph_binary
 
     steps: dict[str, float] = {}
     src = root / f"bench-{n}.jsonld"
@@ -484,7 +484,7 @@ def settle(pid: int, limit: float = 300.0) -> tuple[float, float]:
 
 
 def start_oxigraph_server(folder: Path, location: Path) -> Server:
-    from tests.servers import Server, _wait, free_port, oxigraph_binary
+    from tests.helpers.servers import Server, _wait, free_port, oxigraph_binary
 
     binary = oxigraph_binary()
     assert binary is not None
@@ -702,7 +702,7 @@ def slow_table(mix: str, stats: dict[str, SlowStats]) -> list[str]:
 def machine_facts() -> list[str]:
     import importlib.metadata as md
 
-    from tests.servers import oxigraph_binary
+    from tests.helpers.servers import oxigraph_binary
 
     cpu = "unknown CPU"
     try:
@@ -732,7 +732,7 @@ def machine_facts() -> list[str]:
 
 # -- the run ----------------------------------------------------------------------------------
 def bench_size(n: int, root: Path, args: argparse.Namespace, pool: ProcessPoolExecutor) -> list[str]:
-    from tests.servers import start_endpoint
+    from tests.helpers.servers import start_endpoint
 
     print(f"[{n:,}] generating and loading the data …", file=sys.stderr, flush=True)
     prep = prepare(root, n, args.seed, args.slow_seconds, args.compact)

@@ -5,7 +5,7 @@ The store holds one generated benchmark of N questions plus the three example be
 keyword such as "genomics" is a selective lookup across benchmarks, and "rare disease" a frequent
 one). Each query runs once to warm up, then ``--repeat`` times; the table gives the median (p50)
 in milliseconds and its ratio to the embedded store. Servers are started on 127.0.0.1 on free
-ports in a temporary folder (tests/servers.py) and stopped at the end.
+ports in a temporary folder (tests/helpers/servers.py) and stopped at the end.
 
     python benchmarks/bench_queries.py [--sizes 10000,100000] [--servers oxigraph,virtuoso]
         [--repeat 5] [--rdflib-max 10000] [--rdflib-limit 60]
@@ -119,7 +119,7 @@ def _load(store: Store, src: Path) -> float:
 
 
 def bench_size(n: int, root: Path, servers: list[str], repeat: int, rdflib_max: int, rdflib_limit: float) -> list[str]:
-    from tests.servers import start_oxigraph, start_virtuoso
+    from tests.helpers.servers import start_oxigraph, start_virtuoso
 
     src = root / f"bench-{n}.jsonld"
     subprocess.run([sys.executable, str(HERE / "generate.py"), str(n), str(src)], check=True, capture_output=True)

@@ -163,7 +163,7 @@ def bench_query(work: Path, rows: int, repeat: int) -> dict[str, Any]:
     run_id = list_runs(store)[0].run_id
     store.close()
     # Karenina's SQL path: the same rows in a results database with Karenina's layout.
-    kdb = _module(ROOT / "tests" / "karenina_db.py", "karenina_db")
+    kdb = _module(ROOT / "tests" / "helpers" / "karenina_db.py", "karenina_db")
     db = work / "karenina.db"
     head = json.loads(export.read_text(encoding="utf-8").split(',"results":[', 1)[0] + "}")
     t = time.perf_counter()

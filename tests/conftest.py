@@ -79,13 +79,19 @@ def disk_store(tmp_path: Path) -> Iterator[Store]:
 
 # -- SPARQL servers ------------------------------------------------------------------------------
 
-BACKENDS = ["embedded", "oxigraph", "virtuoso"]
+# The server backends start a server process (once per session): marked slow, so that
+# `-m "not slow"` keeps only the embedded store.
+BACKENDS = [
+    "embedded",
+    pytest.param("oxigraph", marks=pytest.mark.slow),
+    pytest.param("virtuoso", marks=pytest.mark.slow),
+]
 
 
 @pytest.fixture(scope="session")
 def sparql_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """The servers, started once per session on first use and stopped at the end."""
-    from .servers import Server
+    from tests.helpers.servers import Server
 
     started: dict[str, Server] = {}
     yield {"started": started, "root": tmp_path_factory.mktemp("servers")}
@@ -94,7 +100,7 @@ def sparql_servers(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[st
 
 
 def server_url(sparql_servers: dict[str, Any], name: str) -> str:
-    from .servers import oxigraph_binary, start_oxigraph, start_virtuoso, virtuoso_binary
+    from tests.helpers.servers import oxigraph_binary, start_oxigraph, start_virtuoso, virtuoso_binary
 
     started = sparql_servers["started"]
     if name not in started:

@@ -6,9 +6,10 @@ import re
 import subprocess
 import sys
 
-from karenina_rdf.cli._app import app
+import pytest
 
-from .conftest import ROOT
+from karenina_rdf.cli import app
+from tests.conftest import ROOT
 
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -54,6 +55,7 @@ def test_docs_exist() -> None:
         assert (ROOT / doc).is_file(), doc
 
 
+@pytest.mark.slow  # runs the example script in a subprocess
 def test_api_example_runs() -> None:
     r = subprocess.run(
         [sys.executable, "examples/api_example.py"], cwd=ROOT, capture_output=True, text=True, timeout=120
@@ -62,6 +64,7 @@ def test_api_example_runs() -> None:
     assert "shared: 'What is the primary molecular target of imatinib?' in 2 benchmarks" in r.stdout
 
 
+@pytest.mark.slow  # runs the example script in a subprocess
 def test_queries_tour_runs() -> None:
     r = subprocess.run(
         [sys.executable, "examples/queries_tour.py"], cwd=ROOT, capture_output=True, text=True, timeout=120

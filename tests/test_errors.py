@@ -33,12 +33,9 @@ from karenina_rdf import (
     VerificationError,
 )
 from karenina_rdf import runner as rn
-from karenina_rdf.cli._app import app
+from karenina_rdf.cli import app
 from karenina_rdf.store._remote import RemoteStore
-
-from .conftest import EXAMPLES
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.conftest import EXAMPLES, ROOT
 
 
 @dataclass

@@ -8,8 +8,7 @@ from pathlib import Path
 from types import ModuleType
 
 from karenina_rdf import Store
-
-from .conftest import ROOT
+from tests.conftest import ROOT
 
 
 def _generator() -> ModuleType:

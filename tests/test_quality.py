@@ -7,7 +7,10 @@ import sys
 
 import pytest
 
-from .conftest import ROOT
+from tests.conftest import ROOT
+
+# slow: runs ruff and mypy in subprocesses
+pytestmark = pytest.mark.slow
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,7 @@
 """Closed namespaces: a vocabulary whose terms are attributes, so a misspelt term fails loudly.
 
 In the spirit of rdflib's ``DefinedNamespace``: ``KAR.position`` is the IRI of ``karenina:position``
-and ``KAR.postion`` raises ``AttributeError`` as soon as it runs (and tests/test_vocabulary.py finds
+and ``KAR.postion`` raises ``AttributeError`` as soon as it runs (and tests/rdf/test_vocabulary.py finds
 it in code that never runs in the tests). A term is the IRI string itself, so it works wherever the
 concatenated strings it replaces did (f-strings, dict keys, comparisons with stored IRIs); it also
 carries its N-Triples form, made once, for the mappers that write millions of N-Triples lines.

@@ -143,7 +143,7 @@ def _words(*sections: str) -> tuple[str, ...]:
 
 
 # Every karenina: term the package writes, reads or queries, and every one the shapes, the named
-# queries and the docs use: tests/test_vocabulary.py checks them all, and every attribute of KAR
+# queries and the docs use: tests/rdf/test_vocabulary.py checks them all, and every attribute of KAR
 # the package spells. A term may be listed in more than one section.
 KARENINA_TERMS = _words(
     # The catalog graph and the store node (data-model §2); a run's catalog entry (§9).

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from urllib.parse import urljoin, urlsplit
 
 # SPARQL 1.1's own terminals (§19.8): the scan must split the text exactly where pyoxigraph does,
-# or a SERVICE hides in what it takes for a name, a string or a comment (tests/test_sparql_text.py
+# or a SERVICE hides in what it takes for a name, a string or a comment (tests/sparql/test_sparql_text.py
 # keeps the shapes that once did: `?o.SERVICE`, `ex:a\\#`, `<…\\u0073…>`, a no-break space in an IRI).
 _IRI = re.compile(r'<((?:[^<>"{}|^`\\\x00-\x20]|\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8})*)>')
 _UCHAR = re.compile(r"\\u([0-9A-Fa-f]{4})|\\U([0-9A-Fa-f]{8})")
