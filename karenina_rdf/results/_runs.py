@@ -453,7 +453,8 @@ class _Import:
         facts: dict[str, Facts] = {}
         last_of: dict[str, Any] = {}
         count = triples = 0
-        with store.generation(self.iri) as gen:
+        # Result imports reach millions of triples: one bulk load (see store._loading).
+        with store.generation(self.iri, one_bulk_load=True) as gen:
             graph, sink = gen.graph, gen.sink
             for key, index, row in rows:
                 pointer = f"/{key}/{index}"

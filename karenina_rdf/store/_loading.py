@@ -1,13 +1,15 @@
 """Loading N-Triples into a graph while they are still being written: one sink protocol, two
-ways to feed pyoxigraph's bulk loader.
+ways to feed pyoxigraph's bulk loader, both on a second thread so that mapping and loading
+overlap (pyoxigraph releases the GIL).
 
-pyoxigraph's ``bulk_load`` is fastest as one call over all the data: split into chunk files,
-a big results import made 44 calls that each ingested into an ever larger store, and took 2.2×
-one call's time (docs/performance.md § Results). :class:`PipeSink` therefore has the mapper
-write into a named pipe that a single ``bulk_load`` on a second thread reads: one call, and
-mapping and loading overlap (pyoxigraph releases the GIL). It needs ``os.mkfifo`` (POSIX) and
-an embedded store; elsewhere (a SPARQL server as the store) :class:`ChunkSink` writes chunk
-files and loads each on a second thread as it is finished. Both keep small loads (fewer than
+:class:`ChunkSink` writes chunk files of ``CHUNK`` lines and bulk-loads each as it is finished.
+:class:`PipeSink` has the mapper write into a named pipe that one ``bulk_load`` reads, which
+needs ``os.mkfifo`` (POSIX) and an embedded store. Which is faster depends on the size of the
+load (docs/performance.md): a results import of 100,000 rows (10.9 M triples, 44 chunks) took
+2.2× longer in chunks than through the pipe, as each chunk ingested into an ever larger store;
+a checkpoint of 100,000 questions (2.8 M triples, 11 chunks) took 34.0 s in chunks and 35.1 s
+through the pipe, whose single load also held twice the memory (2.1 GB against 1.0 GB). So
+results ask for ``one_bulk_load``, checkpoints do not. Both keep small loads (fewer than
 ``SMALL`` lines) in one transactional ``load`` at the end: one atomic write, no SST files.
 
 Both load into a fresh, unpublished generation graph: a failed load leaves a graph the caller
@@ -52,9 +54,10 @@ class Sink(Protocol):
         ...
 
 
-def open_sink(store: ox.Store, graph: ox.NamedNode, folder: Path) -> Sink:
-    """The fastest sink this store allows (``folder`` holds the pipe or the chunk files)."""
-    if hasattr(os, "mkfifo") and isinstance(store, ox.Store):
+def open_sink(store: ox.Store, graph: ox.NamedNode, folder: Path, *, one_bulk_load: bool = False) -> Sink:
+    """A sink loading into ``graph`` (``folder`` holds the pipe or the chunk files): one bulk
+    load through a named pipe where asked for and the store allows it, chunk files otherwise."""
+    if one_bulk_load and hasattr(os, "mkfifo") and isinstance(store, ox.Store):
         return PipeSink(store, graph, folder)
     return ChunkSink(store, graph, folder)
 

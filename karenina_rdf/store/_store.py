@@ -272,15 +272,16 @@ class GraphStore:
         self.catalog.mark_pending(graph, False)
 
     @contextmanager
-    def generation(self, owner: str) -> Iterator[Generation]:
+    def generation(self, owner: str, *, one_bulk_load: bool = False) -> Iterator[Generation]:
         """A fresh generation graph of ``owner`` (a benchmark or run IRI) with a sink loading
         into it, marked pending from the start: a crash leaves a marker the next open cleans up.
         The caller fills it, finishes the sink, and publishes it through :attr:`catalog`; if
-        anything raises before it is published, the graph is dropped and nothing changes."""
+        anything raises before it is published, the graph is dropped and nothing changes.
+        ``one_bulk_load``: load through one bulk load (big loads; see ``store._loading``)."""
         graph = ox.NamedNode(graph_iri(owner, uuid.uuid4().hex[:16]))
         self.catalog.mark_pending(graph, True)
         with tempfile.TemporaryDirectory(prefix=".import-", dir=self.path) as tmpdir:
-            sink = open_sink(self._ox, graph, Path(tmpdir))
+            sink = open_sink(self._ox, graph, Path(tmpdir), one_bulk_load=one_bulk_load)
             try:
                 yield Generation(graph, sink, Path(tmpdir))
             except BaseException:

@@ -292,8 +292,9 @@ class Loads(NamedTuple):
 
 @pytest.fixture(params=["pipe", "chunks"])
 def tiny_chunks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Loads:
-    """Exercise the big-import path on small files, through each sink: the named pipe read by
-    one bulk load (embedded stores), and chunk files bulk-loaded by a second thread (servers).
+    """Exercise the big-import path on small files, through each sink: chunk files bulk-loaded
+    by a second thread (what checkpoints use), and the named pipe read by one bulk load (what
+    results use on an embedded store).
     Records the loads started while mapping: the pipe when it opens, each chunk file when it is
     handed to the loader."""
     from karenina_rdf.checkpoint import _map as _checkpoint
@@ -303,8 +304,9 @@ def tiny_chunks(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr(_loading, "SMALL", 10)
     monkeypatch.setattr(_checkpoint.TripleSink, "_BLOCK", 7)  # chunks rotate between written blocks
     loads = Loads(request.param, [])
+    sink = _loading.ChunkSink if request.param == "chunks" else _loading.PipeSink
+    monkeypatch.setattr(_store, "open_sink", lambda store, graph, folder, **_: sink(store, graph, folder))
     if request.param == "chunks":
-        monkeypatch.setattr(_store, "open_sink", _loading.ChunkSink)
         real_submit = _loading.ChunkSink._submit
 
         def submit(self: Any, path: Path) -> None:
