@@ -200,12 +200,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--query-rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--workdir", type=Path, default=None, help="where a folder of this run's files goes (kept)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args(argv)
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-results-"))
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
+    # A folder of its own, even inside --workdir: the benchmark never empties a folder it was given.
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-results-", dir=args.workdir))
     lines = [f"machine: {platform.machine()}, Python {platform.python_version()}, pyoxigraph {ox.__version__}"]
     print(f"1. import of {args.rows:,} rows", flush=True)
     a = bench_import(work, args.rows)

@@ -161,10 +161,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     generate = _load("generate")
-    work = args.workdir or Path(tempfile.mkdtemp(prefix="bench-verify-"))
-    if work.exists():
-        shutil.rmtree(work)
-    work.mkdir(parents=True)
+    # A folder of its own, even inside --workdir: the benchmark never empties a folder it was given.
+    if args.workdir is not None:
+        args.workdir.mkdir(parents=True, exist_ok=True)
+    work = Path(tempfile.mkdtemp(prefix="bench-verify-", dir=args.workdir))
     checkpoint = generate.generate_checkpoint(args.questions, seed=1)
     path = work / "bench.jsonld"
     path.write_text(json.dumps(checkpoint, ensure_ascii=False), encoding="utf-8")
