@@ -164,6 +164,15 @@ class PipeSink:
                 self._fh.close()
             self._fh = None
         if self._thread is not None:
+            # Stopped while _open was waiting: the loader may still be blocked opening its end,
+            # which returns only once a writer opens the pipe. Open and close it, so the loader
+            # reads an empty input and ends.
+            while self._thread.is_alive():
+                try:
+                    os.close(os.open(self.fifo, os.O_WRONLY | os.O_NONBLOCK))
+                    break
+                except OSError:  # ENXIO: the loader has not opened its end yet, or is gone
+                    self._thread.join(0.001)
             self._thread.join()
             self._thread = None
 
@@ -244,5 +253,8 @@ class ChunkSink:
             raise self._error
 
     def abort(self) -> None:
-        self._close_chunk()
-        self._join()
+        try:
+            with contextlib.suppress(OSError):  # a full disk: the chunk is dropped with the graph
+                self._close_chunk()
+        finally:
+            self._join()

@@ -285,13 +285,16 @@ class GraphStore:
             try:
                 yield Generation(graph, sink, Path(tmpdir))
             except BaseException:
-                sink.abort()
-                catalog = self.catalog
-                if graph not in catalog.benchmarks().values() and graph not in catalog.runs().values():
-                    if self._ox.contains_named_graph(graph):
-                        self.drop_graph(graph)
-                    catalog.mark_pending(graph, False)  # kept if the drop failed: the next cleanup retries
+                try:
+                    sink.abort()
+                finally:  # whatever abort raised, nothing unpublished stays behind
+                    catalog = self.catalog
+                    if graph not in catalog.benchmarks().values() and graph not in catalog.runs().values():
+                        if self._ox.contains_named_graph(graph):
+                            self.drop_graph(graph)
+                        catalog.mark_pending(graph, False)  # kept if the drop failed: the next cleanup retries
                 raise
+            sink.abort()  # after finish() a no-op; stops a loader a caller left without finishing
         self.catalog.mark_pending(graph, False)
 
     def mark_edited(self, bench: str) -> None:
