@@ -53,6 +53,15 @@ def world(tmp_path: Path) -> Iterator[World]:
     qid = bench.add_question("What is the capital of France?", "Paris")
     (tmp_path / "truncated.json").write_text('{"@type": "DataFeed", ', encoding="utf-8")
     (tmp_path / "array.json").write_text("[]", encoding="utf-8")
+    # JSON allows an integer of any length; Python (and so Karenina) reads at most 4,300 digits.
+    checkpoint = (EXAMPLES / "pharmacology.jsonld").read_text(encoding="utf-8")
+    at = checkpoint.index('"version"')
+    huge = checkpoint[:at] + '"big": ' + "9" * 100_000 + ", " + checkpoint[at:]
+    (tmp_path / "huge.jsonld").write_text(huge, encoding="utf-8")
+    results = (EXAMPLES / "results" / "pharmacology-2026-05.json").read_text(encoding="utf-8")
+    at = results.index('"question_id"', results.index('"results"'))
+    huge = results[:at] + '"big": -' + "9" * 5_000 + ", " + results[at:]
+    (tmp_path / "huge-results.json").write_text(huge, encoding="utf-8")
     yield World(store, bench, qid, tmp_path)
     store.close()
 
@@ -250,6 +259,19 @@ CASES: list[tuple[str, Callable[[World], Any], type[KareninaRDFError], str]] = [
         ),  # type: ignore[arg-type]
         VerificationError,
         r"concurrency",
+    ),
+    # numbers Python cannot convert
+    (
+        "a checkpoint holding a 100,000-digit integer",
+        lambda w: w.store.import_checkpoint(w.tmp / "huge.jsonld"),
+        CheckpointError,
+        r"huge\.jsonld at /big: an integer of 100,000 digits: more than Python reads",
+    ),
+    (
+        "a results export holding a 5,000-digit integer",
+        lambda w: w.store.import_results(w.tmp / "huge-results.json"),
+        CheckpointError,
+        r"huge-results\.json:\d+ at /results/0/metadata/big: an integer of 5,000 digits",
     ),
 ]
 

@@ -33,6 +33,7 @@ from karenina_rdf.rdf import (
 )
 from karenina_rdf.rdf import terms as t
 
+from ._json import too_long_integer
 from ._properties import map_properties
 from ._template_defaults import is_default_template
 from ._traits import check, normalise_type, settings, trait_class, trait_kind
@@ -128,6 +129,11 @@ def read_json(data: bytes, source: str) -> Any:
     except json.JSONDecodeError as exc:
         what = "file ends before the JSON does (truncated?)" if exc.pos >= len(text.rstrip()) else "not valid JSON"
         raise CheckpointError([Problem(f"{what}: {exc.msg} (column {exc.colno})", source, line=exc.lineno)]) from None
+    except ValueError:  # json's own refusal of a number Python will not convert
+        found = too_long_integer(lambda decoder: decoder.decode(text))
+        if found is None:
+            raise
+        raise CheckpointError([Problem(found[1], source, found[0])]) from None
 
 
 def read_bytes(path: str | Path) -> bytes:

@@ -91,11 +91,18 @@ class Site:
         self.base_path = urlsplit(self.base).path or "/"
 
     def iri_for_path(self, raw_path: str) -> str | None:
-        """The IRI a request path names under the base, or None when it is outside."""
+        """The IRI a request path names under the base, or None when it is outside or is no IRI
+        at all (a broken percent escape, a character IRIs do not allow): nothing this store
+        mints, so nothing to look up."""
         path = normalise_path(raw_path)
         if not path.startswith(self.base_path):
             return None
-        return self.base + path[len(self.base_path) :]
+        iri = self.base + path[len(self.base_path) :]
+        try:
+            ox.NamedNode(iri)
+        except ValueError:
+            return None
+        return iri
 
     def path_for(self, iri: str) -> str:
         """The local path of a minted IRI (for links that stay on this server)."""

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from karenina_rdf._errors import CheckpointError, Problem
+from karenina_rdf.checkpoint import too_long_integer
 
 _WINDOW = 1 << 20
 _WS = " \t\n\r"
@@ -127,6 +128,17 @@ class ExportReader:
                     continue
                 line = self._line + self._buf.count("\n", 0, exc.pos)
                 raise CheckpointError([Problem(f"invalid JSON: {exc.msg}", self.label, pointer, line=line)]) from None
+            except ValueError:  # json's own refusal of a number Python will not convert
+                buf, start = self._buf, self._pos
+
+                def again(decoder: json.JSONDecoder, buf: str = buf, start: int = start) -> Any:
+                    return decoder.raw_decode(buf, start)[0]
+
+                found = too_long_integer(again, pointer)
+                if found is None:
+                    raise
+                line = self._line + self._buf.count("\n", 0, start)
+                raise CheckpointError([Problem(found[1], self.label, found[0], line=line)]) from None
             # A number may end at the window's edge only because the window does.
             edge = end == len(self._buf) and not self._eof and not isinstance(value, (dict, list, str))
             if edge and self._more():

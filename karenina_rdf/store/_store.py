@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import tempfile
 import uuid
 from collections.abc import Iterable, Iterator, Mapping
@@ -148,6 +149,7 @@ class GraphStore:
             # One process holds an on-disk store: what is marked pending was left by a crash. On a
             # server another client may be importing right now: remove_orphans() is explicit there.
             self.remove_orphans()
+            self._remove_leftover_folders()
 
     def _settle_base_iri(self, requested: str | None) -> str:
         # Every stored IRI was minted under one base; a second base would split identities.
@@ -236,6 +238,15 @@ class GraphStore:
                 self.drop_graph(cast(ox.NamedNode, hidden))
         for g in pending:
             self.catalog.mark_pending(g, False)
+
+    def _remove_leftover_folders(self) -> None:
+        """Temporary folders of loads a killed process left in the store folder (chunk files,
+        a pipe). This process holds the store's lock, so no load of another is using them."""
+        if self.path is None:
+            return
+        for leftover in self.path.glob(".import-*"):
+            if leftover.is_dir() and not leftover.is_symlink():
+                shutil.rmtree(leftover, ignore_errors=True)
 
     def _is_generation(self, graph: ox.NamedNode | ox.BlankNode) -> bool:
         name = graph.value if isinstance(graph, ox.NamedNode) else ""

@@ -418,7 +418,12 @@ async def _run_export(ep: Endpoint, where: Located) -> Response:
 
 
 # -- errors and limits ------------------------------------------------------------------------
+_MAX_MESSAGE = 500  # characters of an error message: they may quote what a client sent
+
+
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
+    if len(message) > _MAX_MESSAGE:
+        message = message[:_MAX_MESSAGE] + f"… ({len(message):,} characters)"
     return PlainTextResponse(message + "\n", status_code=status, headers=headers)
 
 
@@ -451,6 +456,49 @@ async def _on_library_error(request: Request, exc: Exception) -> Response:
 async def _on_unexpected(request: Request, exc: Exception) -> Response:
     log.exception("unexpected error on %s %s", request.method, request.url.path)
     return _error(500, "internal error (the server log has the details)")
+
+
+# Sent with every HTML page. Scripts come from this server only (the pages' own files and the
+# vendored YASGUI; inline JSON is data, not script). Styles may also be inline: YASGUI writes
+# <style> elements and the pages size their bars with style attributes. YASGUI reads its prefix
+# list from a data: URL. No page can be framed.
+PAGE_POLICY = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "connect-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
+)
+_HEADERS_ALWAYS = [(b"x-content-type-options", b"nosniff")]
+_HEADERS_HTML = [
+    (b"content-security-policy", PAGE_POLICY.encode()),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"same-origin"),
+]
+
+
+class SecurityHeaders:
+    """ASGI middleware: ``nosniff`` on every response, the page policy on HTML ones. Pure ASGI
+    (it edits the response's start message), so streamed results stay streamed."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_headers(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", []))
+                names = {k.lower() for k, _ in headers}
+                extra = list(_HEADERS_ALWAYS)
+                content_type = next((v for k, v in headers if k.lower() == b"content-type"), b"")
+                if content_type.startswith(b"text/html"):
+                    extra += _HEADERS_HTML
+                headers += [(k, v) for k, v in extra if k not in names]
+                message = {**message, "headers": headers}
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)
 
 
 def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAPI:
@@ -489,6 +537,7 @@ def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAP
             allow_methods=["GET", "POST"],
             allow_headers=["Accept", "Content-Type", "Authorization"],
         )
+    app.add_middleware(SecurityHeaders)
     return app
 
 

@@ -106,3 +106,17 @@ def test_the_sink_a_store_opens(tmp_path: Path, one_bulk_load: bool) -> None:
     sink = _store.open_sink(store.oxigraph, ox.NamedNode("http://example.org/g"), tmp_path, one_bulk_load=one_bulk_load)
     assert type(sink) is (_loading.PipeSink if one_bulk_load else _loading.ChunkSink)
     store.close()
+
+
+def test_folders_a_killed_load_left_are_removed_when_the_store_opens(tmp_path: Path) -> None:
+    # What `kill -9` during an import leaves: the load's temporary folder with its chunk files.
+    folder = tmp_path / "s"
+    Store(folder).close()
+    left = folder / ".import-abc123"
+    left.mkdir()
+    (left / "chunk-00000.nt").write_text("<http://example.org/s> <http://example.org/p> <http://example.org/o> .\n")
+    keep = folder / "cache"  # what the store keeps beside its data stays
+    keep.mkdir(exist_ok=True)
+    store = Store(folder)
+    assert not left.exists() and keep.is_dir()
+    store.close()

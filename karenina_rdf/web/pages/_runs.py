@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import pyoxigraph as ox
 
+from karenina_rdf._errors import InvalidValueError
 from karenina_rdf._store import Store
 from karenina_rdf.rdf import (
     KAR,
@@ -369,12 +370,16 @@ class ResultTable:
 
 
 def result_filter(selected: dict[str, str]) -> str:
-    """The triple patterns of the table's filters (values are IRIs, made terms here)."""
+    """The triple patterns of the table's filters (values are IRIs, made terms here); a value
+    that is no IRI is refused (``InvalidValueError``: a 400), never sent to the store."""
     parts = []
     for name, pattern in _FILTERS.items():
         value = selected.get(name)
         if value:
-            term = ox.NamedNode(EARL + value if name == "outcome" else value)
+            try:
+                term = ox.NamedNode(EARL + value if name == "outcome" else value)
+            except ValueError:
+                raise InvalidValueError(f"{name}: {value[:200]!r} is not an IRI") from None
             parts.append(pattern % term)
     return " ".join(parts)
 
