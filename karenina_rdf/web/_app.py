@@ -436,7 +436,7 @@ async def _on_http_error(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, StarletteHTTPException)
     if exc.status_code == 413:
         limit = _endpoint_of(request).settings.max_body_bytes
-        return _error(413, f"the request body is larger than this endpoint's limit of {limit:,} bytes")
+        return _error(413, _too_large(limit))
     return _error(exc.status_code, str(exc.detail), dict(exc.headers or {}))
 
 
@@ -501,6 +501,41 @@ class SecurityHeaders:
         await self.app(scope, receive, send_with_headers)
 
 
+def _too_large(limit: int) -> str:
+    return f"the request body is larger than this endpoint's limit of {limit:,} bytes (serve --max-body-bytes)"
+
+
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is answered 413 saying the limit,
+    whether its length is declared (refused before it is read) or streamed (refused at the byte
+    that crosses it). FastAPI's own ``max_body_size`` does the same but answers a declared length
+    with a fixed "Content Too Large" that names no limit."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = next((v for k, v in scope.get("headers", []) if k == b"content-length"), None)
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await _error(413, _too_large(self.limit))(scope, receive, send)
+            return
+        seen = 0
+
+        async def counted() -> Any:
+            nonlocal seen
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > self.limit:
+                    raise StarletteHTTPException(413)  # answered by _on_http_error, with the limit
+            return message
+
+        await self.app(scope, counted, send)
+
+
 def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAPI:
     """The endpoint over ``store`` as an ASGI app (``karenina-rdf serve`` runs it with uvicorn)."""
     settings = settings or EndpointSettings()
@@ -509,7 +544,6 @@ def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAP
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
-        max_body_size=settings.max_body_bytes,  # 413 past it, declared or streamed
     )
     app.state.endpoint = Endpoint(store, settings)
     app.state.pages = Pages(app.state.endpoint)
@@ -537,7 +571,8 @@ def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAP
             allow_methods=["GET", "POST"],
             allow_headers=["Accept", "Content-Type", "Authorization"],
         )
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)  # 413 past it, declared or streamed
+    app.add_middleware(SecurityHeaders)  # last added, outermost: its headers go on every answer
     return app
 
 

@@ -349,14 +349,16 @@ def test_result_size_limit() -> None:
 def test_body_size_limit() -> None:
     with _writable(max_body_bytes=1_000) as c:
         big = "ASK { " + "?s ?p ?o . " * 200 + "}"
+        limit = "the request body is larger than this endpoint's limit of 1,000 bytes (serve --max-body-bytes)\n"
         r = c.post("/sparql", content=big.encode(), headers={"Content-Type": "application/sparql-query"})
-        assert r.status_code == 413
+        assert (r.status_code, r.text) == (413, limit)  # a declared length, refused before it is read
         r = c.post(
             "/sparql",
             content=(chunk for chunk in [big.encode()[:600], big.encode()[600:]]),
             headers={"Content-Type": "application/sparql-query"},
         )
-        assert r.status_code == 413  # streamed without a length
+        assert (r.status_code, r.text) == (413, limit)  # streamed without a length
+        assert r.headers["x-content-type-options"] == "nosniff"
         assert (
             c.post("/sparql", content=b"ASK {}", headers={"Content-Type": "application/sparql-query"}).status_code
             == 200
