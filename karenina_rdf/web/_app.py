@@ -418,12 +418,16 @@ async def _run_export(ep: Endpoint, where: Located) -> Response:
 
 
 # -- errors and limits ------------------------------------------------------------------------
-_MAX_MESSAGE = 500  # characters of an error message: they may quote what a client sent
+_MAX_LINE = 500  # characters of one line of an error message: it may quote what a client sent
+
+
+def _cut(line: str) -> str:
+    return line if len(line) <= _MAX_LINE else line[:_MAX_LINE] + f"… ({len(line):,} characters)"
 
 
 def _error(status: int, message: str, headers: dict[str, str] | None = None) -> Response:
-    if len(message) > _MAX_MESSAGE:
-        message = message[:_MAX_MESSAGE] + f"… ({len(message):,} characters)"
+    # Line by line: a refused checkpoint lists every problem, one a line, and keeps them all.
+    message = "\n".join(_cut(line) for line in message.split("\n"))
     return PlainTextResponse(message + "\n", status_code=status, headers=headers)
 
 

@@ -134,3 +134,26 @@ def test_a_checkpoint_with_a_number_python_cannot_read(tmp_path: Path) -> None:
     assert "at /big: an integer of 100,000 digits" in r.text and r.text.count("\n") == 1
     assert store.benchmarks() == []
     store.close()
+
+
+def test_a_refused_checkpoint_keeps_every_problem_in_the_answer() -> None:
+    # Lines are cut, not the message: an importer with the write token sees every problem.
+    import json
+
+    from karenina_rdf import EndpointSettings
+
+    doc = json.loads((EXAMPLES / "pharmacology.jsonld").read_text(encoding="utf-8"))
+    for element in doc["dataFeedElement"]:
+        element["item"].pop("text")  # one problem per question
+    store = Store.memory()
+    with TestClient(create_app(store, EndpointSettings(write_token="t")), raise_server_exceptions=False) as c:
+        r = c.post(
+            "/benchmarks",
+            content=json.dumps(doc).encode(),
+            headers={"Authorization": "Bearer t", "Content-Type": "application/ld+json"},
+        )
+    assert r.status_code == 400
+    lines = r.text.splitlines()
+    assert len(lines) == len(doc["dataFeedElement"]) >= 4
+    assert all("missing required field 'text'" in line for line in lines)
+    store.close()
