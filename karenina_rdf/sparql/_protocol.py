@@ -14,8 +14,10 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import IO, Any, Literal, cast
+from functools import partial
+from typing import IO, Any, Literal, TypeVar, cast
 from urllib.parse import parse_qsl
 
 import pyoxigraph as ox
@@ -23,6 +25,8 @@ import pyoxigraph as ox
 from karenina_rdf.rdf import PREFIXES
 from karenina_rdf.sparql._named import RESULT_FORMATS, serialize_graph
 from karenina_rdf.sparql._text import add_using, load_targets, names_dataset, service_targets, url_allowed
+
+from ._isolation import block_network_here, unavailable
 
 log = logging.getLogger("karenina_rdf.endpoint")
 
@@ -231,12 +235,27 @@ def timed_out(timeout: float) -> ProtocolError:
     return ProtocolError(503, f"the query ran longer than the endpoint's time limit of {timeout:g} s")
 
 
+T = TypeVar("T")
+_warned = False
+
+
+def _warn_once() -> None:
+    global _warned
+    _warned = True
+    log.warning(
+        "queries are kept off the network by a scan of their text only: %s", unavailable() or "the filter is off"
+    )
+
+
 @dataclass
 class Limits:
     timeout: float = 30.0
     max_result_bytes: int = 50_000_000
     allow_service: tuple[str, ...] = ()  # IRI prefixes SERVICE may call; "*" for any
     max_running: int = 8  # queries evaluated at once; more wait their turn (within the time limit)
+    # Evaluate on threads that cannot open a network connection (_isolation). Off for a store on
+    # a SPARQL server, whose client needs the network on the same threads.
+    isolate: bool = True
 
 
 class Runner:
@@ -254,6 +273,33 @@ class Runner:
     def __init__(self, limits: Limits) -> None:
         self.limits = limits
         self._slots = threading.BoundedSemaphore(limits.max_running)
+        # Threads for what an operator allowed to reach the network (--allow-service): the
+        # others are filtered for good once they have evaluated a client's query.
+        self._federated: ThreadPoolExecutor | None = None
+        self._federated_lock = threading.Lock()
+
+    def federates(self, text: str) -> bool:
+        """Whether ``text`` names SERVICE or LOAD targets, all allowed (``check_services`` has
+        refused the others): then it runs where the network is reachable."""
+        if not self.limits.allow_service:
+            return False
+        return any(True for _ in service_targets(text, PREFIXES)) or any(True for _ in load_targets(text, PREFIXES))
+
+    def on_its_thread(self, text: str, job: Callable[[], T]) -> T:
+        """Run ``job`` (the evaluation of ``text``) where it may run: on this thread after taking
+        its network away, or, for an allowed federated operation, on a thread that keeps it."""
+        if not self.limits.isolate:
+            return job()
+        if self.federates(text):
+            with self._federated_lock:
+                if self._federated is None:
+                    self._federated = ThreadPoolExecutor(
+                        max_workers=self.limits.max_running, thread_name_prefix="karenina-rdf-federated"
+                    )
+            return self._federated.submit(job).result()
+        if not block_network_here() and not _warned:
+            _warn_once()
+        return job()
 
     def check_services(self, text: str) -> None:
         allowed = self.limits.allow_service
@@ -284,6 +330,17 @@ class Runner:
         started: float,
     ) -> tuple[bytes, str]:
         """Evaluate and serialize; returns the body and its format name."""
+        return self.on_its_thread(op.text, partial(self._run_query, store, op, dataset, accept, fmt, started))
+
+    def _run_query(
+        self,
+        store: Any,
+        op: Operation,
+        dataset: Callable[[], Mapping[str, Any]],
+        accept: str | None,
+        fmt: str | None,
+        started: float,
+    ) -> tuple[bytes, str]:
         limits = self.limits
         deadline = started + limits.timeout
         if not self._slots.acquire(timeout=max(0.0, deadline - time.monotonic())):

@@ -97,7 +97,13 @@ class Endpoint:
         self.store, self.settings = store, settings
         self.site = Site(store)
         self.runner = Runner(
-            Limits(settings.timeout, settings.max_result_bytes, settings.allow_service, settings.max_running)
+            Limits(
+                settings.timeout,
+                settings.max_result_bytes,
+                settings.allow_service,
+                settings.max_running,
+                isolate=store.remote is None,
+            )
         )
         self.threads = anyio.CapacityLimiter(64)
         self._write_lock = threading.Lock()
@@ -265,7 +271,8 @@ async def _update(ep: Endpoint, op: Operation) -> Response:
             log.warning("update failed: %s", exc)
             raise ProtocolError(502, "the update failed (a LOAD or the store failed)") from None
 
-    await ep.in_thread(partial(ep.write, job))
+    # A LOAD or SERVICE the operator did not allow cannot reach the network from there.
+    await ep.in_thread(partial(ep.write, partial(ep.runner.on_its_thread, text, job)))
     return Response(status_code=204)
 
 
