@@ -577,14 +577,16 @@ def test_an_error_while_storing_leaves_the_run_resumable(sandbox: Sandbox, monke
     store = Store.memory()
     bench = make_bench(store)
     real_add = _results_live.LiveRun.add
-    calls = 0
+    stored = 0
 
-    def failing_add(self: Any, *args: Any, **kwargs: Any) -> list[int]:
-        nonlocal calls
-        calls += 1
-        if calls == 2:
+    def failing_add(self: Any, results: list[Any], *args: Any, **kwargs: Any) -> list[int]:
+        # The disk fills up at the batch holding the second result, however the results were
+        # batched (one batch or two: it depends on when the main thread drains the queue).
+        nonlocal stored
+        if stored + len(results) >= 2:
             raise OSError("disk full")
-        return real_add(self, *args, **kwargs)
+        stored += len(results)
+        return real_add(self, results, *args, **kwargs)
 
     monkeypatch.setattr(_results_live.LiveRun, "add", failing_add)
     a, j = Fake("fake-a", answers_right), Fake("fake-j", extracting_judge)
