@@ -152,7 +152,7 @@ def test_an_allowed_service_still_reaches_its_server(listener: Listener) -> None
     assert len(listener.contacts) == 1 and listener.contacts[0].startswith((b"POST", b"GET"))
 
 
-def test_a_thread_that_evaluated_a_query_cannot_open_a_socket() -> None:
+def test_the_filter_refuses_ip_sockets_to_its_own_thread_only() -> None:
     # The filter itself, seen from the thread: IPv4 and IPv6 refused, a Unix socket allowed.
     seen: list[object] = []
 
