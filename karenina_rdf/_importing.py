@@ -11,7 +11,6 @@ store as it was.
 from __future__ import annotations
 
 import contextlib
-import datetime as dt
 import hashlib
 import json
 from collections.abc import Iterable, Sequence
@@ -26,7 +25,7 @@ from karenina_rdf.checkpoint import MappedBenchmark, identity, map_checkpoint, r
 from karenina_rdf.results import ResultsImport, RunCheck, is_sqlite, looks_like_results
 from karenina_rdf.results import import_results as _import_results_file
 from karenina_rdf.results import import_results_db as _import_results_db
-from karenina_rdf.store import CONTENT_HASH, FILE_HASH, GRAPH, IMPORTED_AT, SOURCE, TRIPLE_COUNT, Generation, GraphStore
+from karenina_rdf.store import CONTENT_HASH, FILE_HASH, GRAPH, TRIPLE_COUNT, Generation, GraphStore
 from karenina_rdf.validation import (
     BenchmarkReport,
     Engine,
@@ -188,24 +187,13 @@ def _publish(
     if old_graph is not None and store.catalog.value(bench, CONTENT_HASH) == digest:
         store.drop_graph(graph)  # same triples from different bytes: keep what is stored
         return ImportResult(status="unchanged", **result)  # type: ignore[arg-type]
-    facts = [(GRAPH, str(graph)), (IMPORTED_AT, _quoted(_now())), (CONTENT_HASH, _quoted(digest))]
+    hashes = [(CONTENT_HASH, json.dumps(digest))]
     if file_hash is not None:
-        facts.append((FILE_HASH, _quoted(file_hash)))
-    facts.append((TRIPLE_COUNT, str(mapped.sink.count)))
-    if mapped.source is not None:
-        facts.append((SOURCE, _quoted(mapped.source)))
-    store.catalog.publish(bench, facts)
+        hashes.append((FILE_HASH, json.dumps(file_hash)))
+    store.catalog.publish(bench, GRAPH, graph, source=mapped.source, triples=mapped.sink.count, extra=hashes)
     if old_graph is not None:
         store.retire(old_graph)  # unpublished now; marked until it is gone
     return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
-
-
-def _now() -> str:
-    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-
-
-def _quoted(text: str) -> str:
-    return json.dumps(text, ensure_ascii=False)
 
 
 def _unchanged(store: GraphStore, bench: str, graph: ox.NamedNode, label: str | None) -> ImportResult:

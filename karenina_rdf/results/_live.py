@@ -14,7 +14,6 @@ imported ones, so they export as Karenina results and show on the endpoint while
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import time
 import uuid
@@ -26,7 +25,7 @@ import pyoxigraph as ox
 from karenina_rdf._errors import VerificationError
 from karenina_rdf.rdf import KAR, MODELS_GRAPH, SCHEMA, child_iri, solutions, term_value
 from karenina_rdf.rdf import terms as t
-from karenina_rdf.store import IMPORTED_AT, RUN_GRAPH, SOURCE
+from karenina_rdf.store import RUN_GRAPH
 
 from ._map import A, Context, Facts, ResultMapper, result_iri
 from ._model import PROV
@@ -258,10 +257,4 @@ class LiveRun:
         self._refresh()
         if not new:
             return
-        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        facts = [
-            (RUN_GRAPH, str(self.graph)),
-            (IMPORTED_AT, json.dumps(now)),
-            (SOURCE, json.dumps("karenina-rdf verify")),
-        ]
-        self.store.catalog.publish(self.iri, facts)
+        self.store.catalog.publish(self.iri, RUN_GRAPH, self.graph, source="karenina-rdf verify")

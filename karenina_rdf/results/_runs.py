@@ -33,7 +33,7 @@ from karenina_rdf.rdf import (
     term_value,
 )
 from karenina_rdf.rdf import terms as t
-from karenina_rdf.store import IMPORTED_AT, RUN_GRAPH, SOURCE, TRIPLE_COUNT, Sink
+from karenina_rdf.store import IMPORTED_AT, RUN_GRAPH, SOURCE, Sink
 
 from ._export import ResultRebuilder, scored_names, write_csv, write_export
 from ._map import A, Context, Facts, QuestionLink, ResultMapper
@@ -609,16 +609,11 @@ class _Import:
             )
 
     def _publish(self, graph: ox.NamedNode, triples: int, models: str) -> None:
-        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
-        facts = [
-            (RUN_GRAPH, str(graph)),
-            (IMPORTED_AT, json.dumps(now)),
-            (SOURCE, json.dumps(self.label, ensure_ascii=False)),
-            (TRIPLE_COUNT, str(triples)),
-        ]
         # The shared graphs again even after _validate wrote them: publishing is one update that
         # must leave them complete whether or not the run was validated (the inserts are idempotent).
-        self.store.catalog.publish(self.iri, facts, before=_shared_graphs(models))
+        self.store.catalog.publish(
+            self.iri, RUN_GRAPH, graph, source=self.label, triples=triples, before=_shared_graphs(models)
+        )
 
 
 def _shared_graphs(models: str) -> str:

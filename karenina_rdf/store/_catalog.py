@@ -10,6 +10,7 @@ API rather than writing catalog triples of their own.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from collections.abc import Iterable
 
@@ -80,10 +81,28 @@ class Catalog:
         self._ox.update(f"INSERT DATA {{ {fact} }}" if on else f"DELETE DATA {{ {fact} }}")
 
     # -- publishing ------------------------------------------------------------------------
-    def publish(self, subject: str, facts: Iterable[tuple[str, str]], *, before: str | None = None) -> None:
-        """Replace everything the catalog says of ``subject`` by ``facts`` (predicate IRI,
-        object as an N-Triples term), in one update; ``before`` is an update run in the same
-        request first (shared graphs a run needs)."""
+    def publish(
+        self,
+        subject: str,
+        link: str,
+        graph: ox.NamedNode,
+        *,
+        source: str | None,
+        triples: int | None = None,
+        extra: Iterable[tuple[str, str]] = (),
+        before: str | None = None,
+    ) -> None:
+        """Make ``graph`` the live generation of ``subject`` (``link``: ``GRAPH`` for a benchmark,
+        ``RUN_GRAPH`` for a run), stamped with the time, its source and size: everything the
+        catalog said of ``subject`` is replaced in one update. ``extra``: more facts (predicate
+        IRI, object as an N-Triples term); ``before``: an update run first in the same request
+        (the shared graphs a run needs)."""
+        now = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        facts = [(link, str(graph)), (IMPORTED_AT, json.dumps(now)), *extra]
+        if triples is not None:
+            facts.append((TRIPLE_COUNT, str(triples)))
+        if source is not None:
+            facts.append((SOURCE, json.dumps(source, ensure_ascii=False)))
         body = " . ".join(f"<{subject}> <{p}> {o}" for p, o in facts)
         parts = [before] if before else []
         parts.append(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{subject}> ?p ?o }} }}")
