@@ -103,6 +103,10 @@ def service_targets(text: str, prefixes: Mapping[str, str] | None = None) -> lis
     known, base = _declarations(toks, prefixes or {})
     out: list[str | None] = []
     for k, tok in enumerate(toks):
+        glued = _glued(tok, "SERVICE", known)
+        if glued is not None:
+            out.append(_resolve(glued, known, base))
+            continue
         if tok.kind != "word" or tok.text.upper() != "SERVICE":
             continue
         nxt = toks[k + 1] if k + 1 < len(toks) else None
@@ -112,6 +116,18 @@ def service_targets(text: str, prefixes: Mapping[str, str] | None = None) -> lis
             # None when not understood (a variable …): refused unless any SERVICE is allowed.
             out.append(_resolve(nxt, known, base) or None)
     return out
+
+
+def _glued(tok: Token, keyword: str, known: Mapping[str, str]) -> Token | None:
+    """The prefixed name a keyword is glued to, read as pyoxigraph reads it: ``SERVICE:x`` and
+    ``SERVICEe:x`` (with ``:`` or ``e:`` declared) are the keyword SERVICE and a prefixed name,
+    not one name. None when ``tok`` is not such a word. A name that merely starts with the
+    keyword and whose rest is a declared prefixed name (``services:x`` beside a prefix ``s:``)
+    is taken as the keyword too: the scan errs on the side of refusing."""
+    if tok.kind != "word" or len(tok.text) <= len(keyword) or tok.text[: len(keyword)].upper() != keyword:
+        return None
+    rest = Token("word", tok.text[len(keyword) :], tok.start + len(keyword), tok.depth)
+    return rest if ":" in rest.text and prefix_known(rest.text, known) else None
 
 
 def _resolve(tok: Token | None, known: Mapping[str, str], base: str | None) -> str:
@@ -136,6 +152,10 @@ def load_targets(update: str, prefixes: Mapping[str, str] | None = None) -> list
     known, base = _declarations(toks, prefixes or {})
     out = []
     for k, tok in enumerate(toks):
+        glued = _glued(tok, "LOAD", known)
+        if glued is not None:
+            out.append(_resolve(glued, known, base))
+            continue
         if tok.kind == "word" and tok.text.upper() == "LOAD":
             nxt = toks[k + 1] if k + 1 < len(toks) else None
             if nxt is not None and nxt.kind == "word" and nxt.text.upper() == "SILENT":

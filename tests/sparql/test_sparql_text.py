@@ -49,6 +49,9 @@ HIDDEN_SERVICE = [
     f"PREFIX ex: <http://e/>\nSELECT * WHERE {{ BIND(ex:a\\# AS ?z) SERVICE <{E}> {{ ?s ?p ?x }} }}",
     f"PREFIX ex: <http://e/>\nSELECT * WHERE {{ BIND(ex:a\\' AS ?z) SERVICE <{E}> {{ ?s ?p ?x }} FILTER(?x != 'q') }}",
     f"SELECT * WHERE {{ BIND(<http://x/\u00a0#> AS ?z) SERVICE <{E}> {{ ?s ?p ?x }} }}",
+    # The keyword glued to a prefixed name: pyoxigraph reads SERVICE and then the name (issue 17).
+    f"PREFIX : <{E[:-6]}> SELECT * WHERE {{ SERVICE:sparql {{ ?s ?p ?x }} }}",
+    f"PREFIX e: <{E[:-6]}> SELECT * WHERE {{ SERVICEe:sparql {{ ?s ?p ?x }} }}",
 ]
 
 
@@ -83,6 +86,10 @@ LOAD_CASES = [
     ("LOAD <http://a/\\u0064ata>", ["http://a/data"]),
     ("PREFIX ex: <http://e/> INSERT DATA { ex:a\\# ex:b 1 } ; LOAD <http://a/x>", ["http://a/x"]),
     ("INSERT DATA { <http://s> <http://p> 'LOAD <http://a/>' }", []),
+    ("PREFIX : <http://a/> LOAD:x", ["http://a/x"]),  # the keyword glued to a prefixed name
+    ("PREFIX e: <http://a/> LOADe:x", ["http://a/x"]),
+    ("PREFIX : <http://a/> load:x", ["http://a/x"]),
+    ("PREFIX loader: <http://s/> INSERT DATA { loader:a loader:b 1 }", []),  # a name, no LOAD
 ]
 
 

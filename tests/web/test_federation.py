@@ -170,3 +170,30 @@ def test_the_filter_refuses_ip_sockets_to_its_own_thread_only() -> None:
     thread.join()
     assert seen == [True, ("AF_INET", 13), ("AF_INET6", 13), ("AF_UNIX", "made")]
     socket.socket().close()  # the test's own thread keeps its network
+
+
+@pytest.mark.parametrize(
+    "hidden",
+    ["SERVICEe:x", "SERVICE:x"],
+)
+def test_an_allowed_service_does_not_carry_a_hidden_one(listener: Listener, hidden: str) -> None:
+    # With --allow-service, an operation naming an allowed target runs where the network is
+    # reachable; a second SERVICE glued to a prefixed name must not ride along to another host.
+    other = Listener(socket.socket())
+    other.sock.bind(("127.0.0.1", 0))
+    other.sock.listen(4)
+    thread = threading.Thread(target=other.serve, daemon=True)
+    thread.start()
+    prefix = "e:" if hidden.startswith("SERVICEe") else ":"
+    query = (
+        f"PREFIX {prefix} <{other.url}> SELECT * WHERE {{ SERVICE SILENT <{listener.url}s> {{ ?a ?b ?c }} "
+        f"{hidden} {{ ?s ?p ?o }} }}"
+    )
+    store = Store.memory()
+    with TestClient(create_app(store, EndpointSettings(allow_service=(listener.url,), timeout=5))) as c:
+        status = c.get("/sparql", params={"query": query}).status_code
+    store.close()
+    other.stop.set()
+    thread.join(5)
+    other.sock.close()
+    assert other.contacts == [] and status == 403
