@@ -1,0 +1,74 @@
+"""docs/security.md shows the attack tables of the tests, generated from those tables, so that the
+page says what the tests assert and nothing else. Regenerate the blocks with
+``python -m tests.test_security_doc`` (it rewrites what lies between each block's markers)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from tests.conftest import ROOT
+from tests.web import test_federation, test_hostile_requests
+
+DOC = ROOT / "docs" / "security.md"
+
+
+def _cell(text: str) -> str:
+    return "`" + text.replace("\n", "\\n").replace("|", "\\|").replace("`", "'") + "`"
+
+
+def federation() -> str:
+    rows = [
+        "| form | text (`{u}`: the listener's URL) | as sent | scan blinded |",
+        "|---|---|---:|---:|",
+    ]
+    for kind, table in (("query", test_federation.QUERIES), ("update", test_federation.UPDATES)):
+        for name, (text, as_sent, blinded) in table.items():
+            rows.append(f"| {kind}: {name} | {_cell(text)} | {as_sent} | {blinded} |")
+    cases = 2 * 2 * (len(test_federation.QUERIES) + len(test_federation.UPDATES))
+    rows.append("")
+    rows.append(
+        f"Each row is sent by GET and POST, as sent and with the scan blinded: {cases} requests, "
+        "and the listener records no contact for any of them."
+    )
+    return "\n".join(rows)
+
+
+def hostile_requests() -> str:
+    values = ", ".join(
+        _cell(v if len(v) <= 24 else f"{v[:12]}… ({len(v):,} characters)") for v in test_hostile_requests.HOSTILE
+    )
+    paths = ", ".join(_cell(p) for p in test_hostile_requests.PATHS)
+    queries = ", ".join(_cell(q) for q in test_hostile_requests.QUERIES)
+    total = len(test_hostile_requests.HOSTILE) * (len(test_hostile_requests.PATHS) + len(test_hostile_requests.QUERIES))
+    return (
+        f"Values: {values}.\n\n"
+        f"Put in each path ({paths}) and each query parameter ({queries}): {total:,} requests, each "
+        "answered below 500 with at most one line of text and no traceback."
+    )
+
+
+BLOCKS: dict[str, Callable[[], str]] = {
+    "federation": federation,
+    "hostile-requests": hostile_requests,
+}
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    return re.compile(rf"(<!-- generated: {re.escape(name)} -->\n)(.*?)\n?(<!-- end: {re.escape(name)} -->)", re.S)
+
+
+def render(text: str) -> str:
+    for name, block in BLOCKS.items():
+        text, found = _pattern(name).subn(lambda m, b=block: m.group(1) + b() + "\n" + m.group(3), text)
+        assert found == 1, f"docs/security.md has no block {name!r} (or more than one)"
+    return text
+
+
+def test_the_attack_tables_in_the_doc_are_the_tests_tables() -> None:
+    text = DOC.read_text(encoding="utf-8")
+    assert text == render(text), "docs/security.md is out of date: run `python -m tests.test_security_doc`"
+
+
+if __name__ == "__main__":
+    DOC.write_text(render(DOC.read_text(encoding="utf-8")), encoding="utf-8")
