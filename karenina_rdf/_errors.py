@@ -50,6 +50,7 @@ class Problem:
     pointer: str | None = None
     question_id: str | None = None
     line: int | None = None
+    trait: str | None = None  # the rubric trait's name, when the problem is about one
 
     def __str__(self) -> str:
         where = self.file or "<input>"
@@ -59,6 +60,8 @@ class Problem:
             where += f" at {self.pointer or '/'}"
         if self.question_id is not None:
             where += f" (question {self.question_id!r})"
+        if self.trait is not None:
+            where += f" (trait {self.trait!r})"
         return f"{where}: {self.message}"
 
 

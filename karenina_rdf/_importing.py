@@ -29,6 +29,7 @@ from karenina_rdf.store import CONTENT_HASH, FILE_HASH, GRAPH, TRIPLE_COUNT, Gen
 from karenina_rdf.validation import (
     BenchmarkReport,
     Engine,
+    Finding,
     Readiness,
     ValidationResult,
     check_engine,
@@ -154,12 +155,27 @@ def _refuse_violations(
     code: list[ValidationResult],
 ) -> None:
     findings = findings_in_graph(store, graph, mapped.iri, mapped.name, pointers, code)
-    violations = [f for f in findings if f.severity == "Violation"]
+
+    def problem(f: Finding) -> Problem:
+        return Problem(f.message, mapped.source, f.pointer, f.question_id, trait=f.trait)
+
+    # Karenina builds the global rubric's traits only when the rubric is asked for, never when it
+    # loads a file (tests/parity/test_load.py): a broken global trait is reported, not refused.
+    global_trait = [f for f in findings if f.severity == "Violation" and f.trait is not None and f.question_id is None]
+    violations = [f for f in findings if f.severity == "Violation" and f not in global_trait]
     if violations:
-        raise CheckpointError([Problem(f.message, mapped.source, f.pointer, f.question_id) for f in violations])
-    # The shapes re-find what the mapper warned about, so their wording replaces the mapper's.
-    mapped.warnings = [
-        Problem(f.message, mapped.source, f.pointer, f.question_id) for f in findings if f.severity == "Warning"
+        raise CheckpointError([problem(f) for f in violations])
+    for f in global_trait:
+        message = f"{f.message}; Karenina loads the file and refuses this global trait when the rubric is built"
+        findings.append(f.model_copy(update={"severity": "Warning", "message": message}))
+    # The shapes and checks re-find most of what the mapper warned about, and their wording
+    # replaces the mapper's; a mapper warning about a place no finding covers is kept.
+    warned = [f for f in findings if f.severity == "Warning"]
+    covered = {f.pointer for f in warned if f.pointer is not None}
+    mapped.warnings = [problem(f) for f in warned] + [
+        w
+        for w in mapped.warnings
+        if w.pointer is None or not any(w.pointer == c or w.pointer.startswith(c + "/") for c in covered)
     ]
 
 

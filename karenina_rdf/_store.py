@@ -26,7 +26,9 @@ class Store(GraphStore):
         Importing a benchmark already stored (same id) replaces it; the same content is a no-op.
         With ``validate`` (the default) the loaded graph is checked against the shapes and checks
         before it is published: a Violation refuses the benchmark (``CheckpointError``), Warnings
-        are returned, and so is which evaluation modes the questions are ready for.
+        are returned, and so is which evaluation modes the questions are ready for. What Karenina
+        loads is never refused (tests/parity asks Karenina): its templates are only read, and
+        a global rubric trait Karenina would refuse when the rubric is built is a warning.
         """
         return _importing.import_checkpoint(self, source, name=name, validate=validate)
 

@@ -7,7 +7,6 @@ importer's own rules and applied as a diff, so the authoring API and import cann
 
 from __future__ import annotations
 
-import ast
 import datetime as dt
 import inspect
 import json
@@ -54,6 +53,7 @@ from karenina_rdf.rdf import (
     string,
     term_value,
 )
+from karenina_rdf.validation import TEMPLATE_DEFINES_ANSWER, TEMPLATE_PARSES, template_problems
 
 from ._question import Question, question_from_item
 
@@ -665,34 +665,33 @@ def _dumps(value: Any) -> str:
 
 
 def _template_code(template: str | type) -> str:
+    """A template's source: the string itself, or a ``BaseAnswer`` subclass's source kept as
+    written, class name included (Karenina's resolve_template_code: ``_source_code`` or
+    ``get_source_code()`` first, for classes made by exec, then ``inspect.getsource``)."""
     if isinstance(template, str):
         return template
     if inspect.isclass(template):
         if not any(c.__name__ == "BaseAnswer" for c in template.__mro__[1:]):
             raise InvalidTypeError(f"Template class must inherit from BaseAnswer, got {template.__name__}")
-        try:
-            source = textwrap.dedent(inspect.getsource(template))
-        except (OSError, TypeError) as exc:
-            raise InvalidValueError(f"Could not extract source code from class {template.__name__}: {exc}") from None
-        if template.__name__ == "Answer":
-            return source
-        # Karenina renames the class to `Answer` through the AST (and so reformats it).
-        tree = ast.parse(source)
-        for node in tree.body:
-            if isinstance(node, ast.ClassDef) and node.name == template.__name__:
-                node.name = "Answer"
-        return ast.unparse(tree)
+        getter = getattr(template, "get_source_code", None)
+        source = getter() if callable(getter) else getattr(template, "_source_code", None)
+        if not isinstance(source, str):
+            try:
+                source = inspect.getsource(template)
+            except (OSError, TypeError) as exc:
+                raise InvalidValueError(
+                    f"Could not extract source code from class {template.__name__}: {exc}"
+                ) from None
+        return textwrap.dedent(source)
     raise InvalidTypeError(f"template must be a string or a class, got {type(template).__name__}")
 
 
 def _check_template(code: str) -> None:
-    """Static check (the code is never run here): it parses and defines ``class Answer``."""
-    try:
-        tree = ast.parse(code)
-    except SyntaxError as exc:
-        raise InvalidValueError(f"Invalid template: syntax error at line {exc.lineno}: {exc.msg}") from None
-    if not any(isinstance(n, ast.ClassDef) and n.name == "Answer" for n in tree.body):
-        raise InvalidValueError("Invalid template: No 'Answer' class found")
+    """Static check (the code is never run here), as Karenina's add_answer_template refuses: the
+    code parses and has exactly one leaf class deriving from BaseAnswer, by any name."""
+    for check, message in template_problems(code):
+        if check in (TEMPLATE_PARSES, TEMPLATE_DEFINES_ANSWER):
+            raise InvalidValueError(f"Invalid template: {message}")
 
 
 def _matches(field: Any, value: Any, mode: str) -> bool:

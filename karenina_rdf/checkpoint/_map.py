@@ -179,11 +179,11 @@ class _Mapper:
         if self.pointers is not None:
             self.pointers[node] = ptr
 
-    def fail(self, ptr: str, message: str) -> None:
-        self.problems.append(Problem(message, self.source, ptr, self.qid))
+    def fail(self, ptr: str, message: str, trait: str | None = None) -> None:
+        self.problems.append(Problem(message, self.source, ptr, self.qid, trait=trait))
 
-    def warn(self, ptr: str, message: str) -> None:
-        self.warnings.append(Problem(message, self.source, ptr, self.qid))
+    def warn(self, ptr: str, message: str, trait: str | None = None) -> None:
+        self.warnings.append(Problem(message, self.source, ptr, self.qid, trait=trait))
 
     def add(self, s: str, p: str, o: str) -> None:
         self.triples.append((s, p, o))
@@ -476,9 +476,17 @@ class _Mapper:
         cls = trait_class(kind_type, props)
         kind = trait_kind(cls, r, props)
         for severity, prop, message in check(cls, kind, r, props):
-            (self.fail if severity == "error" else self.warn)(
-                _setting_pointer(ptr, r, prop), f"trait {name!r}: {message}"
-            )
+            # Karenina builds a question's traits when it loads the file (its trait models refuse
+            # the file then), and the global rubric's only when the rubric is asked for: such a
+            # global trait is reported and the import goes on, as Karenina's load does.
+            where = _setting_pointer(ptr, r, prop)
+            if severity != "error":
+                self.warn(where, message, trait=name)
+            elif scope == "Global":
+                later = "; Karenina loads the file and refuses this global trait when the rubric is built"
+                self.warn(where, message + later, trait=name)
+            else:
+                self.fail(where, message, trait=name)
         T = t.iri(trait_iri(owner, name or "", taken))
         self.at(T[1:-1], ptr)
         self.add(t.iri(owner), _s("contentRating"), T)

@@ -79,7 +79,8 @@ def check(cls: str, kind: str, rating: dict[str, Any], props: dict[str, Any]) ->
     if kind in ("score",) and cls in ("LLMRubricTrait", "CallableRubricTrait", "AgenticRubricTrait"):
         lo, hi = props.get("min_score"), props.get("max_score")
         if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo >= hi:
-            yield "error", "min_score", f"score trait range is empty: min_score {lo} >= max_score {hi}"
+            # Karenina's trait models do not refuse it (tests/parity/test_load.py): a warning.
+            yield "warning", "min_score", f"score trait range is empty: min_score {lo} >= max_score {hi}"
     if kind == "literal":
         classes = decode_json_string(props.get("classes"))
         if not isinstance(classes, dict) or not 2 <= len(classes) <= 20:

@@ -2,7 +2,15 @@
 (``_shacl``), the Python checks for what SHACL Core cannot say (``_checks``), reports for files,
 benchmarks and runs (``_validate``) and the generated docs (``_docs``)."""
 
-from ._checks import Readiness, readiness, template_cache, template_results
+from ._checks import (
+    TEMPLATE_DEFINES_ANSWER,
+    TEMPLATE_PARSES,
+    Readiness,
+    readiness,
+    template_cache,
+    template_problems,
+    template_results,
+)
 from ._shapes import ValidationResult
 from ._validate import (
     BenchmarkReport,
@@ -20,6 +28,8 @@ from ._validate import (
 )
 
 __all__ = [
+    "TEMPLATE_DEFINES_ANSWER",
+    "TEMPLATE_PARSES",
     "BenchmarkReport",
     "Engine",
     "Finding",
@@ -33,6 +43,7 @@ __all__ = [
     "report_json",
     "reports_turtle",
     "template_cache",
+    "template_problems",
     "template_results",
     "validate",
     "validate_run",

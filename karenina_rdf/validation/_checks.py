@@ -55,7 +55,7 @@ METRICS_BY_MODE: dict[str, frozenset[str]] = {
 }
 MIN_CLASSES, MAX_CLASSES = 2, 20
 # Bump when the template checks change what they report: cached outcomes are then ignored.
-TEMPLATE_CHECKS_VERSION = 1
+TEMPLATE_CHECKS_VERSION = 2  # 2: the answer class by any name, as Karenina finds it
 
 
 @dataclass(frozen=True)
@@ -98,7 +98,8 @@ REGEX_COMPILES = Check(
     "Violation",
     "karenina:RegexRubricTrait",
     KAR.pattern,
-    "The pattern compiles as a Python regular expression (`re.compile`); Karenina refuses it at load (spec §6.4).",
+    "The pattern compiles as a Python regular expression (`re.compile`). Karenina refuses a question's trait "
+    "like this at load, and a global one when the rubric is built (spec §6.4).",
 )
 CALLABLE_DECODES = Check(
     "CallableCodeDecodes",
@@ -106,7 +107,8 @@ CALLABLE_DECODES = Check(
     "karenina:CallableRubricTrait",
     KAR.callableCode,
     "A non-empty callable_code is standard base64 (decoded only: never unpickled, never executed); "
-    "Karenina raises binascii.Error at load (spec §6.5).",
+    "Karenina refuses a question's trait like this at load, and fails on a global one when the rubric is built "
+    "(spec §6.5).",
 )
 LITERAL_CLASSES = Check(
     "LiteralClasses",
@@ -114,7 +116,8 @@ LITERAL_CLASSES = Check(
     'schema:Rating with karenina:traitKind "literal"',
     KAR.classes,
     f"The classes of a literal trait are a JSON object of {MIN_CLASSES} to {MAX_CLASSES} class names, each "
-    "with a string description (spec §6.3).",
+    "with a string description. Karenina refuses a question's trait like this at load, and a global one "
+    "when the rubric is built (spec §6.3).",
 )
 METRICS_FOR_MODE = Check(
     "MetricsAllowedForMode",
@@ -122,32 +125,34 @@ METRICS_FOR_MODE = Check(
     "karenina:MetricRubricTrait",
     KAR.metrics,
     "The metrics are a list of names allowed by the evaluation mode: tp_only allows precision, recall, f1; "
-    "full_matrix also specificity and accuracy (spec §6.6).",
+    "full_matrix also specificity and accuracy. Karenina refuses a question's trait like this at load, and a "
+    "global one when the rubric is built (spec §6.6).",
 )
 TEMPLATE_PARSES = Check(
     "TemplateParses",
-    "Violation",
+    "Warning",
     "schema:SoftwareSourceCode",
     _s("text"),
-    "A non-empty answer template is valid Python (`ast.parse`, never executed); otherwise every "
-    "template-mode run fails at ValidateTemplate (verification spec §4.6).",
+    "A non-empty answer template is valid Python (`ast.parse`, never executed). A warning: Karenina loads "
+    "the file, and every template-mode run of the question fails at ValidateTemplate (verification spec §4.6).",
 )
 TEMPLATE_DEFINES_ANSWER = Check(
     "TemplateDefinesAnswer",
-    "Violation",
+    "Warning",
     "schema:SoftwareSourceCode",
     _s("text"),
-    "A parsed answer template defines a top-level `class Answer` whose bases include `BaseAnswer` "
-    "(directly or through a class of the template); `BaseAnswer` and `Field` are injected by Karenina, "
-    "so no import is needed (verification spec §4.5, §4.6).",
+    "A parsed answer template defines exactly one leaf top-level class deriving from `BaseAnswer` "
+    "(directly or through a class of the template), by any name, as Karenina's find_answer_class "
+    "requires; `BaseAnswer` and `Field` are injected by Karenina, so no import is needed. A warning: "
+    "Karenina loads the file, and template-mode runs of the question fail (verification spec §4.5, §4.6).",
 )
 TEMPLATE_VERIFY = Check(
     "TemplateDefinesVerify",
     "Warning",
     "schema:SoftwareSourceCode",
     _s("text"),
-    "The `Answer` class defines `verify()`. A warning only: regex-only and declarative templates are "
-    "valid without it (verification spec §4.3, §4.6).",
+    "The answer class (or a class of the template it derives from) defines `verify()`. A warning only: "
+    "regex-only and declarative templates are valid without it (verification spec §4.3, §4.6).",
 )
 TEXT_MD5 = Check(
     "TextMd5Matches",
@@ -287,7 +292,8 @@ def _regex(store: ox.Store, graph: ox.NamedNode) -> Iterator[_Finding]:
         except re.error as exc:
             yield _Finding(
                 t,
-                f"The regex pattern {v!r} does not compile in Python ({exc}); Karenina refuses this trait "
+                f"The regex pattern {v!r} does not compile in Python ({exc}); Karenina refuses the trait "
+                "when it builds it "
                 "(Rating additionalProperty pattern)",
                 v,
                 REGEX_COMPILES,
@@ -305,7 +311,8 @@ def _callable(store: ox.Store, graph: ox.NamedNode) -> Iterator[_Finding]:
         except (binascii.Error, ValueError) as exc:
             yield _Finding(
                 t,
-                f"callable_code is not standard base64 ({exc}); Karenina cannot load this trait "
+                f"callable_code is not standard base64 ({exc}); Karenina fails on the trait "
+                "when it builds it "
                 "(Rating additionalProperty callable_code)",
                 _short(v, 80),
                 CALLABLE_DECODES,
@@ -416,28 +423,44 @@ def _template_problems(code: str) -> tuple[tuple[Check, str], ...]:
             ),
         )
     classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
-    answer = classes.get("Answer")
-    if answer is None or not _derives_from_base_answer(answer, classes, {"Answer"}):
-        what = "no top-level `class Answer`" if answer is None else "`class Answer` does not derive from BaseAnswer"
+    # Karenina finds the answer class as the one leaf BaseAnswer subclass of the template, by
+    # any name (find_answer_class): `class CapitalAnswer(BaseAnswer)` is as good as `Answer`.
+    answers = {name: c for name, c in classes.items() if _derives_from_base_answer(c, classes, {name})}
+    parents = {base for c in answers.values() for base in _base_names(c)}
+    leaves = [c for name, c in answers.items() if name not in parents]
+    if len(leaves) != 1:
+        what = (
+            "no top-level class deriving from BaseAnswer"
+            if not leaves
+            else f"{len(leaves)} leaf classes deriving from BaseAnswer ({', '.join(c.name for c in leaves)})"
+        )
         return (
             (
                 TEMPLATE_DEFINES_ANSWER,
-                f"The answer template must define `class Answer(BaseAnswer)`, but it has {what} "
+                f"The answer template must define exactly one leaf class deriving from BaseAnswer, but it has {what} "
                 "(SoftwareSourceCode.text)",
             ),
         )
+    answer = leaves[0]
+    # verify() may come from a class of the template the answer class derives from.
+    lineage, todo = [], [answer]
+    while todo:
+        cls = todo.pop()
+        if cls not in lineage:
+            lineage.append(cls)
+            todo.extend(classes[b] for b in _base_names(cls) if b in answers)
     has_verify = any(
-        isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "verify" for n in answer.body
-    ) or any(
-        isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "verify" for t in n.targets)
-        for n in answer.body
+        (isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and n.name == "verify")
+        or (isinstance(n, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "verify" for t in n.targets))
+        for cls in lineage
+        for n in cls.body
     )
     if not has_verify:
         return (
             (
                 TEMPLATE_VERIFY,
-                "The Answer class defines no verify() method: only a regex-only or declarative template "
-                "can be verified without it (SoftwareSourceCode.text)",
+                f"The answer class {answer.name} defines no verify() method: only a regex-only or declarative "
+                "template can be verified without it (SoftwareSourceCode.text)",
             ),
         )
     return ()

@@ -78,6 +78,7 @@ class Finding(BaseModel):
     run: str | None = None  # the run id, for a finding in a verification run
     question_id: str | None = None
     question_text: str | None = None
+    trait: str | None = None  # the name of the rubric trait the finding is about
     pointer: str | None = None
     focus_node: str | None = None
     path: str | None = None
@@ -108,6 +109,8 @@ class Finding(BaseModel):
         if self.question_id is not None:
             text = (self.question_text or "")[:40]
             where.append(f"(question {self.question_id!r}" + (f": {text!r}" if text else "") + ")")
+        if self.trait is not None:
+            where.append(f"(trait {self.trait!r})")
         prop = f" [{self.path}]" if self.path else ""
         return f"{self.severity.lower()}: {' '.join(where)}{prop}: {self.message}"
 
@@ -457,6 +460,7 @@ def _findings(
 ) -> list[Finding]:
     results = _shacl_results(store, graph, engine) + _check_results(store, graph, template_results)
     texts = _question_texts(store, graph, {q for r in results if (q := _question_of(bench, r.focus_node)[1])})
+    traits = _trait_names(store, graph, {r.focus_node for r in results})
     out = []
     for r in results:
         qid, q_iri = _question_of(bench, r.focus_node)
@@ -466,6 +470,7 @@ def _findings(
                 benchmark=name,
                 question_id=qid,
                 question_text=texts.get(q_iri) if q_iri else None,
+                trait=traits.get(r.focus_node),
                 pointer=pointers.get(r.focus_node) if pointers is not None else None,
             )
         )
@@ -503,6 +508,19 @@ def _question_texts(store: GraphStore, graph: ox.NamedNode, questions: set[str])
         f"SELECT ?q ?t WHERE {{ VALUES ?q {{ {values} }} ?q <{SCHEMA}text> ?t }}", default_graph=graph
     )
     return {term_value(r["q"]): term_value(r["t"]) for r in solutions(rows)}
+
+
+def _trait_names(store: GraphStore, graph: ox.NamedNode, nodes: set[str]) -> dict[str, str]:
+    """The names of the rubric traits among ``nodes`` (a finding names the trait it is about)."""
+    iris = sorted(n for n in nodes if n.startswith(("http://", "https://", "urn:")))
+    if not iris:
+        return {}
+    values = " ".join(f"<{n}>" for n in iris)
+    rows = store.oxigraph.query(
+        f"SELECT ?t ?n WHERE {{ VALUES ?t {{ {values} }} ?t a <{SCHEMA}Rating> ; <{SCHEMA}name> ?n }}",
+        default_graph=graph,
+    )
+    return {term_value(r["t"]): term_value(r["n"]) for r in solutions(rows)}
 
 
 def _question_of(bench: str, focus: str) -> tuple[str | None, str | None]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import inspect
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -140,9 +142,9 @@ def test_templates(bench: Benchmark) -> None:
         bench.get_template(qid)
     bench.add_answer_template(qid, TEMPLATE)
     assert _fresh(bench).has_template(qid) and bench.get_template(qid) == TEMPLATE
-    with pytest.raises(InvalidValueError, match="No 'Answer' class found"):
+    with pytest.raises(InvalidValueError, match="no top-level class deriving from BaseAnswer"):
         bench.add_answer_template(qid, "x = 1\n")
-    with pytest.raises(InvalidValueError, match="syntax error"):
+    with pytest.raises(InvalidValueError, match="not valid Python: invalid syntax"):
         bench.add_answer_template(qid, "class Answer(:\n")
     assert not bench.has_template("missing")
 
@@ -202,8 +204,8 @@ def test_rubrics(bench: Benchmark) -> None:
     ]
     with pytest.raises(InvalidValueError, match="already has a trait"):
         bench.add_global_rubric_trait(RubricTrait.llm("clarity"))
-    with pytest.raises(InvalidValueError, match="min_score 5 >= max_score 1"):
-        RubricTrait.llm("bad", kind="score", min_score=5, max_score=1)
+    # Karenina's LLMRubricTrait accepts an empty score range (tests/parity/test_load.py): so do we.
+    assert RubricTrait.llm("odd", kind="score", min_score=5, max_score=1).min_score == 5
     with pytest.raises(InvalidValueError, match="does not compile"):
         RubricTrait.regex("bad", "(")
 
@@ -351,11 +353,13 @@ class CapitalAnswer(BaseAnswer):
         return self.city == "Paris"
 
 
-def test_template_from_a_class_is_renamed_to_answer(bench: Benchmark) -> None:
+def test_template_from_a_class_keeps_its_name(bench: Benchmark) -> None:
+    # Karenina keeps the class as written (tests/parity checks a checkpoint it saved this way).
     qid = bench.add_question("Capital of France?", "Paris")
     bench.add_answer_template(qid, CapitalAnswer)
     code = bench.get_template(qid)
-    assert code.startswith("class Answer(BaseAnswer):") and "CapitalAnswer" not in code
+    assert code == textwrap.dedent(inspect.getsource(CapitalAnswer))
+    assert code.startswith("class CapitalAnswer(BaseAnswer):")
     with pytest.raises(TypeError, match="must inherit from BaseAnswer"):
         bench.add_answer_template(qid, Store)
 

@@ -20,6 +20,7 @@ from typer.testing import CliRunner
 from karenina_rdf import Benchmark, CheckpointError, Store, StoreError
 from karenina_rdf.cli import app
 from tests.conftest import EXAMPLES, load_json
+from tests.helpers.violations import violation_after_loading
 from tests.sparql.test_queries import CASES, _variant_doc
 
 runner = CliRunner()
@@ -66,12 +67,12 @@ def test_reimport_is_unchanged_or_replaces_atomically(backend: Backend) -> None:
     assert row["benchmark"].value == first.name
 
 
-def test_a_refused_import_leaves_the_store_as_it_was(backend: Backend) -> None:
+def test_a_refused_import_leaves_the_store_as_it_was(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
     _, s = backend
     s.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
     before = (s.benchmarks(), _generations(s))
     doc = load_json(EXAMPLES / "molecular-biology.jsonld")
-    doc["dataFeedElement"][0]["item"]["hasPart"]["text"] = "x = 1\n"  # no class Answer: a violation
+    violation_after_loading(monkeypatch)  # refused once its triples are in their generation graph
     with pytest.raises(CheckpointError) as info:
         s.import_checkpoint(doc)
     assert info.value.problems[0].pointer == "/dataFeedElement/0/item/hasPart"

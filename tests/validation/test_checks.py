@@ -137,14 +137,27 @@ CASES = [
         ("TemplateParses", C, S + "text", "The answer template is not valid Python"),
     ),
     (
-        "template-no-answer",
+        # Karenina finds the answer class by any name (find_answer_class): no finding.
+        "template-other-class-name-ok",
         _template("class Reply(BaseAnswer):\n    def verify(self):\n        return True\n"),
-        ("TemplateDefinesAnswer", C, S + "text", "it has no top-level `class Answer`"),
+        None,
     ),
     (
         "template-wrong-base",
         _template("class Answer(object):\n    def verify(self):\n        return True\n"),
-        ("TemplateDefinesAnswer", C, S + "text", "`class Answer` does not derive from BaseAnswer"),
+        ("TemplateDefinesAnswer", C, S + "text", "it has no top-level class deriving from BaseAnswer"),
+    ),
+    (
+        "template-two-leaves",
+        _template("class A(BaseAnswer):\n    pass\n\nclass B(BaseAnswer):\n    pass\n"),
+        ("TemplateDefinesAnswer", C, S + "text", "it has 2 leaf classes deriving from BaseAnswer (A, B)"),
+    ),
+    (
+        "template-verify-inherited-ok",
+        _template(
+            "class Base(BaseAnswer):\n    def verify(self):\n        return 1\n\nclass Final(Base):\n    x: int = 1\n"
+        ),
+        None,
     ),
     (
         "template-intermediate-base-ok",
@@ -156,7 +169,7 @@ CASES = [
     (
         "template-no-verify",
         _template("class Answer(BaseAnswer):\n    x: int = 1\n"),
-        ("TemplateDefinesVerify", C, S + "text", "The Answer class defines no verify() method"),
+        ("TemplateDefinesVerify", C, S + "text", "The answer class Answer defines no verify() method"),
     ),
     (
         "template-id-bad",

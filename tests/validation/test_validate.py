@@ -16,6 +16,8 @@ from karenina_rdf import BenchmarkReport, CheckpointError, Finding, Store, valid
 from karenina_rdf.cli import app
 from karenina_rdf.validation._validate import LOAD_RULES, reports_turtle
 from tests.conftest import EXAMPLES, ROOT, load_json
+from tests.helpers.violations import MESSAGE as VIOLATION
+from tests.helpers.violations import violation_after_loading
 
 FIXTURES = ROOT / "tests" / "validation" / "fixtures" / "shapes"
 
@@ -146,22 +148,32 @@ def _bad_template(doc: dict[str, Any]) -> None:
     doc["dataFeedElement"][0]["item"]["hasPart"]["text"] = "x = 1\n"
 
 
-def test_import_with_validation_refuses_violations_and_keeps_store(store: Store) -> None:
+def test_import_with_validation_refuses_violations_and_keeps_store(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
     store.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
     before = set(store.oxigraph.quads_for_pattern(None, None, None, None))
     doc = copy.deepcopy(DOC)
-    _bad_template(doc)
+    violation_after_loading(monkeypatch)
     with pytest.raises(CheckpointError) as info:
         store.import_checkpoint(doc, validate=True)
     (problem,) = info.value.problems
-    assert problem.pointer == "/dataFeedElement/0/item/hasPart"
-    assert problem.question_id == doc["dataFeedElement"][0]["@id"]
-    assert "Answer" in problem.message
+    assert problem.pointer == "/dataFeedElement/0/item/hasPart" and problem.message == VIOLATION
     assert set(store.oxigraph.quads_for_pattern(None, None, None, None)) == before
     with pytest.raises(CheckpointError):
         store.import_checkpoint(doc)  # validating is the default
-    # Karenina itself loads such a file (templates are only run at verification): so do we, unvalidated.
     assert store.import_checkpoint(doc, validate=False).status == "imported"
+
+
+def test_a_template_karenina_loads_imports_with_a_warning_naming_the_question(store: Store) -> None:
+    # Karenina loads a file whatever its templates say (they are only run at verification).
+    doc = copy.deepcopy(DOC)
+    _bad_template(doc)
+    result = store.import_checkpoint(doc)
+    assert result.status == "imported"
+    (warning,) = [w for w in result.warnings if "BaseAnswer" in w]
+    qid = doc["dataFeedElement"][0]["@id"]
+    assert f"at /dataFeedElement/0/item/hasPart (question {qid!r})" in warning
 
 
 def test_import_with_validation_returns_warnings(store: Store) -> None:
@@ -177,16 +189,17 @@ def test_import_with_validation_returns_warnings(store: Store) -> None:
     [([], 1, False), (["--validate"], 1, False), (["--no-validate"], 0, True)],
     ids=["default", "validate", "no-validate"],
 )
-def test_cli_import_validates_by_default(tmp_path: Path, flags: list[str], code: int, stored: bool) -> None:
+def test_cli_import_validates_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, flags: list[str], code: int, stored: bool
+) -> None:
     doc = copy.deepcopy(DOC)
-    _bad_template(doc)
     bad = tmp_path / "bad.jsonld"
     bad.write_text(json.dumps(doc), encoding="utf-8")
+    violation_after_loading(monkeypatch)
     result = runner.invoke(app, ["import", str(bad), *flags, "--store", str(tmp_path / "s")])
     assert result.exit_code == code
     if not stored:
-        assert "bad.jsonld at /dataFeedElement/0/item/hasPart" in result.stderr
-        assert "refused" in result.stderr or "Answer" in result.stderr
+        assert f"bad.jsonld at /dataFeedElement/0/item/hasPart: {VIOLATION}" in result.stderr
     with Store(tmp_path / "s") as s:
         assert [b.questions for b in s.benchmarks()] == ([len(doc["dataFeedElement"])] if stored else [])
 

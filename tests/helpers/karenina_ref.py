@@ -1,0 +1,112 @@
+"""Karenina itself, as the judge of fidelity: the snapshot in ../shared/karenina installed in a
+virtual environment of its own and driven in a subprocess, so this project's environment never
+imports it.
+
+The environment is built once per snapshot and kept under ``$KARENINA_RDF_CACHE`` (default
+``~/.cache/karenina-rdf``), in a folder named by the first 16 hex digits of the tarball's
+SHA-256: a new snapshot gets a new environment, an unchanged one is reused between runs. It is
+built into a temporary folder and renamed when complete, so an interrupted install is never
+taken for a finished one. Tests that need it skip, saying why, when ../shared is absent or the
+install fails (Karenina's dependencies come from the package registries).
+
+    out = karenina("import json; from karenina import Benchmark; ...; print(json.dumps(x))")
+
+runs a script in that environment and returns what it printed last, parsed as JSON.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import textwrap
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SHARED
+
+SNAPSHOTS = SHARED / "karenina"
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("KARENINA_RDF_CACHE") or Path.home() / ".cache" / "karenina-rdf")
+
+
+@cache
+def _environment() -> tuple[Path | None, str]:
+    tarballs = sorted(SNAPSHOTS.glob("karenina-*.tar.gz")) if SNAPSHOTS.is_dir() else []
+    if not tarballs:
+        return None, f"no Karenina snapshot in {SNAPSHOTS} (../shared is absent)"
+    tarball = tarballs[-1]
+    digest = hashlib.sha256(tarball.read_bytes()).hexdigest()[:16]
+    venv = cache_root() / f"venv-{digest}"
+    python = venv / "bin" / "python"
+    if python.exists():
+        return python, ""
+    cache_root().mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f"venv-{digest}-building-", dir=cache_root()))
+    try:
+        # Built under a name that says it is incomplete, renamed when it imports. Only bin/python
+        # is used afterwards: a symlink to the base interpreter, which the rename does not break
+        # (the scripts' shebangs, which would name the old path, are never run).
+        shutil.rmtree(building)
+        subprocess.run([sys.executable, "-m", "venv", str(building)], check=True, capture_output=True, timeout=300)
+        install = subprocess.run(
+            [str(building / "bin" / "pip"), "install", "-q", str(tarball)],
+            capture_output=True,
+            text=True,
+            timeout=1800,
+        )
+        if install.returncode != 0:
+            tail = (install.stderr or install.stdout).strip().splitlines()[-3:]
+            return None, f"installing Karenina from {tarball.name} failed: {' / '.join(tail)}"
+        probe = subprocess.run(
+            [str(building / "bin" / "python"), "-c", "import karenina"], capture_output=True, text=True, timeout=300
+        )
+        if probe.returncode != 0:
+            return None, f"Karenina installed but does not import: {probe.stderr.strip()[-300:]}"
+        try:
+            building.rename(venv)
+        except OSError:  # another process finished first: use its environment
+            if not python.exists():
+                raise
+    except (OSError, subprocess.SubprocessError) as exc:
+        return None, f"could not build Karenina's environment: {exc}"
+    finally:
+        shutil.rmtree(building, ignore_errors=True)
+    return python, ""
+
+
+def karenina_python() -> Path:
+    """The Karenina environment's interpreter; skips the test (with the reason) when there is none."""
+    python, why = _environment()
+    if python is None:
+        pytest.skip(why)
+    return python
+
+
+def karenina(script: str, *args: str, cwd: Path | None = None, timeout: float = 300) -> Any:
+    """Run ``script`` with Karenina's interpreter and return its last printed line as JSON.
+    A failing script fails the test with Karenina's own error (its last lines)."""
+    python = karenina_python()
+    done = subprocess.run(
+        [str(python), "-c", textwrap.dedent(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": os.environ.get("HOME", "/tmp"), "PYTHONHASHSEED": "0"},
+    )
+    if done.returncode != 0:
+        pytest.fail(f"Karenina's script failed: {done.stderr.strip()[-1500:]}")
+    lines = done.stdout.strip().splitlines()
+    if not lines:
+        pytest.fail("Karenina's script printed nothing")
+    return json.loads(lines[-1])

@@ -1,0 +1,274 @@
+"""Every checkpoint Karenina loads, we import (issue 18, point 2), judged by Karenina itself.
+
+Karenina (the snapshot in ../shared, in an environment of its own: tests/helpers/karenina_ref.py)
+builds one benchmark with its own authoring API: every trait kind, a question rubric, a template
+whose class is not named ``Answer``, an author with a non-ASCII name. Each row of ``VARIANTS``
+edits that file the way a person or another tool might; Karenina's ``Benchmark.load`` then says
+whether the file is a checkpoint, and our import must agree wherever Karenina loads it. Problems
+that Karenina loads without a word but that our checks see are reported as warnings that name
+the trait or question they are about, never as a refusal.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from karenina_rdf import KareninaRDFError, Store
+from tests.checkpoint import test_checkpoint as bad_input
+from tests.helpers.karenina_ref import karenina
+
+pytestmark = [pytest.mark.slow]  # Karenina runs in a subprocess of its own environment
+
+BUILD = r'''
+import json, sys
+from karenina import Benchmark
+from karenina.schemas.entities import (
+    CallableRubricTrait, LLMRubricTrait, MetricRubricTrait, RegexRubricTrait, Rubric,
+)
+
+b = Benchmark.create(name="parity", description="built by Karenina", version="1.0.0")
+q1 = b.add_question(
+    question="What is the capital of France?", raw_answer="Paris", author={"name": "Zoë Lindqvist"}
+)
+q2 = b.add_question(question="How many legs has a spider?", raw_answer="8")
+b.add_answer_template(q1, """class CapitalAnswer(BaseAnswer):
+    capital: str = Field(description="the capital named")
+
+    def model_post_init(self, __context):
+        self.correct = {"capital": "Paris"}
+
+    def verify(self) -> bool:
+        return self.capital.strip().lower() == self.correct["capital"].lower()
+""")
+b.add_answer_template(q2, """class Answer(BaseAnswer):
+    legs: int = Field(description="number of legs")
+
+    def model_post_init(self, __context):
+        self.correct = {"legs": 8}
+
+    def verify(self) -> bool:
+        return self.legs == self.correct["legs"]
+""")
+
+
+def is_short(text: str) -> bool:
+    return len(text) < 200
+
+
+b.set_global_rubric(Rubric(
+    llm_traits=[
+        LLMRubricTrait(name="clarity", description="Is it clear?", kind="boolean"),
+        LLMRubricTrait(name="depth", description="How deep?", kind="score", min_score=1, max_score=5),
+        LLMRubricTrait(
+            name="tone", description="Which tone?", kind="literal",
+            classes={"formal": "formal tone", "casual": "casual tone"},
+        ),
+    ],
+    regex_traits=[RegexRubricTrait(name="mentions_city", pattern=r"\bParis\b", description="names the city")],
+    metric_traits=[MetricRubricTrait(
+        name="facts", description="facts", evaluation_mode="tp_only", metrics=["precision", "recall"],
+        tp_instructions=["Paris"],
+    )],
+    callable_traits=[CallableRubricTrait.from_callable(
+        name="short", func=is_short, kind="boolean", description="short answer"
+    )],
+))
+b.set_question_rubric(
+    q2, Rubric(regex_traits=[RegexRubricTrait(name="has_digit", pattern=r"\d", description="a digit")])
+)
+b.save(sys.argv[1])
+print(json.dumps({"ids": [q1, q2]}))
+'''
+
+LOAD = r"""
+import json, sys
+from karenina import Benchmark
+
+out = {}
+for path in sys.argv[1:]:
+    try:
+        b = Benchmark.load(path)
+        out[path] = {"loads": True, "questions": len(b.get_question_ids())}
+    except Exception as exc:
+        out[path] = {"loads": False, "error": f"{type(exc).__name__}: {str(exc)[:300]}"}
+print(json.dumps(out))
+"""
+
+
+def _trait(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(r for r in doc["rating"] if r["name"] == name)
+
+
+def _prop(node: dict[str, Any], name: str) -> dict[str, Any]:
+    return next(p for p in node["additionalProperty"] if p["name"] == name)
+
+
+def _template(doc: dict[str, Any], index: int) -> dict[str, Any]:
+    part = doc["dataFeedElement"][index]["item"]["hasPart"]
+    return part[0] if isinstance(part, list) else part
+
+
+def _set_template(index: int, text: str) -> Callable[[dict[str, Any]], None]:
+    def edit(doc: dict[str, Any]) -> None:
+        _template(doc, index)["text"] = text
+
+    return edit
+
+
+def _set_prop(trait: str, prop: str, value: Any) -> Callable[[dict[str, Any]], None]:
+    def edit(doc: dict[str, Any]) -> None:
+        _prop(_trait(doc, trait), prop)["value"] = value
+
+    return edit
+
+
+def _scores(low: int, high: int) -> Callable[[dict[str, Any]], None]:
+    def edit(doc: dict[str, Any]) -> None:
+        trait = _trait(doc, "depth")
+        _prop(trait, "min_score")["value"], _prop(trait, "max_score")["value"] = low, high
+        trait["worstRating"], trait["bestRating"] = float(low), float(high)
+
+    return edit
+
+
+def _question_text(text: str) -> Callable[[dict[str, Any]], None]:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["dataFeedElement"][1]["item"]["text"] = text
+
+    return edit
+
+
+def _question_id(value: str) -> Callable[[dict[str, Any]], None]:
+    def edit(doc: dict[str, Any]) -> None:
+        doc["dataFeedElement"][1]["@id"] = value
+
+    return edit
+
+
+# name -> the edit; a comment says what our checks see in it, where they see something.
+VARIANTS: dict[str, Callable[[dict[str, Any]], None] | None] = {
+    "as Karenina saved it (a template class named CapitalAnswer)": None,
+    # Karenina compiles the pattern only when the rubric is built, not at load.
+    "a regex pattern that does not compile": _set_prop("mentions_city", "pattern", "([a-z"),
+    "template: a syntax error": _set_template(1, "class Answer(BaseAnswer:\n    pass\n"),
+    "template: no BaseAnswer class": _set_template(1, "class Answer:\n    def verify(self):\n        return True\n"),
+    "template: two leaf BaseAnswer classes": _set_template(
+        1, "class A(BaseAnswer):\n    pass\n\nclass B(BaseAnswer):\n    pass\n"
+    ),
+    "template: a subclass chain, leaf named Final": _set_template(
+        1,
+        "class Base(BaseAnswer):\n    pass\n\nclass Final(Base):\n    legs: int = Field(description='n')\n\n"
+        "    def verify(self) -> bool:\n        return self.legs == 8\n",
+    ),
+    "template: no verify()": _set_template(1, "class Answer(BaseAnswer):\n    legs: int = Field(description='n')\n"),
+    "template: empty text": _set_template(1, ""),
+    "callable code that is not base64": _set_prop("short", "callable_code", "not base64 !!"),
+    "literal trait with one class": _set_prop("tone", "classes", {"formal": "formal tone"}),
+    "metric not allowed in tp_only mode": _set_prop("facts", "metrics", ["precision", "specificity"]),
+    "score trait with min_score 9 and max_score 1": _scores(9, 1),
+    "question text with emoji and RTL marks": _question_text("¿Cuántas patas tiene una araña? 🕷️ \u200f"),
+    "question id: a plain string": _question_id("spider-legs"),
+    "question id: an MD5 hex digest": _question_id("0f8c5b5e4a0f4d2b9c3d1e2f3a4b5c6d"),
+}
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    folder = tmp_path_factory.mktemp("karenina-built")
+    path = folder / "built.jsonld"
+    karenina(BUILD, str(path))
+    return path, json.loads(path.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def variants(built: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Each variant's file and what Karenina's load made of it (one subprocess for all)."""
+    path, doc = built
+    folder = tmp_path_factory.mktemp("variants")
+    files: dict[str, Path] = {}
+    for index, (name, edit) in enumerate(VARIANTS.items()):
+        if edit is None:
+            files[name] = path
+            continue
+        changed = copy.deepcopy(doc)
+        edit(changed)
+        files[name] = folder / f"variant-{index}.jsonld"
+        files[name].write_text(json.dumps(changed, indent=2, ensure_ascii=False), encoding="utf-8")
+    verdicts = karenina(LOAD, *map(str, files.values()))
+    return {name: (files[name], verdicts[str(files[name])]) for name in VARIANTS}
+
+
+@pytest.mark.parametrize("name", list(VARIANTS))
+def test_what_karenina_loads_we_import(variants: dict[str, Any], name: str) -> None:
+    path, verdict = variants[name]
+    if not verdict["loads"]:
+        pytest.skip(f"Karenina refuses this file ({verdict['error'][:200]}): nothing to match")
+    store = Store.memory()
+    try:
+        try:
+            result = store.import_checkpoint(path)
+        except KareninaRDFError as exc:
+            pytest.fail(f"Karenina loads {name!r}; we refused it: {exc}")
+        assert result.questions == verdict["questions"]
+        assert [b.name for b in store.benchmarks()] == ["parity"]
+    finally:
+        store.close()
+
+
+def test_the_table_has_files_karenina_refuses_and_files_it_loads(variants: dict[str, Any]) -> None:
+    # The table is only a test of the rule if Karenina loads most rows (they are the ones we
+    # must import); this keeps an edit from silently making every row a refusal.
+    loads = [name for name, (_, verdict) in variants.items() if verdict["loads"]]
+    assert len(loads) >= len(VARIANTS) - 3, {n: v for n, (_, v) in variants.items() if not v["loads"]}
+
+
+# The bad-input tables of tests/checkpoint/test_checkpoint.py, judged by Karenina too: what we
+# refuse, Karenina must refuse; what we import with a warning, Karenina must load.
+def _bad_input_rows() -> list[tuple[str, str, Callable[[dict[str, Any]], Any]]]:
+    rows = [("refused", case[0], case[1]) for case in bad_input.CASES]
+    rows += [("refused", case[0], case[1]) for case in bad_input.ROBUSTNESS]
+    rows += [("warned", case[0], case[1]) for case in bad_input.WARNED]
+    return rows
+
+
+@pytest.fixture(scope="module")
+def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    folder = tmp_path_factory.mktemp("bad-input")
+    files: dict[str, Path] = {}
+    for index, (_, name, edit) in enumerate(_bad_input_rows()):
+        doc = bad_input._edit(edit)
+        files[name] = folder / f"case-{index}.jsonld"
+        # The root-is-an-array case: test_bad_input writes [] for an emptied document.
+        files[name].write_text(json.dumps([] if doc == {} else doc), encoding="utf-8")  # \ud800 stays escaped
+    verdicts = karenina(LOAD, *map(str, files.values()))
+    return {name: verdicts[str(path)] for name, path in files.items()}
+
+
+# Files Karenina loads that we still refuse: open differences (issue 18), each with why. Strict:
+# the day one imports, the test says so and the row leaves this table.
+NOT_YET = {
+    "duplicate question ids": "two items with one @id would be one node in the graph; Karenina keeps both "
+    "in the file and the last in its cache",
+    "unpaired surrogate": "an RDF literal cannot hold a lone UTF-16 surrogate; Karenina's Python string can",
+}
+
+
+def _marks(name: str) -> list[pytest.MarkDecorator]:
+    return [pytest.mark.xfail(reason=NOT_YET[name], strict=True)] if name in NOT_YET else []
+
+
+@pytest.mark.parametrize(
+    ("table", "name"), [pytest.param(t, n, marks=_marks(n), id=n) for t, n, _ in _bad_input_rows()]
+)
+def test_the_bad_input_tables_agree_with_karenina(bad_inputs: dict[str, Any], table: str, name: str) -> None:
+    verdict = bad_inputs[name]
+    if table == "refused":
+        assert not verdict["loads"], f"we refuse {name!r}, but Karenina loads it"
+    else:
+        assert verdict["loads"], f"we import {name!r} with a warning, but Karenina refuses it: {verdict['error']}"
