@@ -292,9 +292,7 @@ def _regex(store: ox.Store, graph: ox.NamedNode) -> Iterator[_Finding]:
         except re.error as exc:
             yield _Finding(
                 t,
-                f"The regex pattern {v!r} does not compile in Python ({exc}); Karenina refuses the trait "
-                "when it builds it "
-                "(Rating additionalProperty pattern)",
+                f"The regex pattern {v!r} does not compile in Python ({exc}) (Rating additionalProperty pattern)",
                 v,
                 REGEX_COMPILES,
             )
@@ -311,9 +309,7 @@ def _callable(store: ox.Store, graph: ox.NamedNode) -> Iterator[_Finding]:
         except (binascii.Error, ValueError) as exc:
             yield _Finding(
                 t,
-                f"callable_code is not standard base64 ({exc}); Karenina fails on the trait "
-                "when it builds it "
-                "(Rating additionalProperty callable_code)",
+                f"callable_code is not standard base64 ({exc}) (Rating additionalProperty callable_code)",
                 _short(v, 80),
                 CALLABLE_DECODES,
             )

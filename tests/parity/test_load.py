@@ -101,6 +101,9 @@ print(json.dumps(out))
 """
 
 
+Q2 = "urn:uuid:question-how-many-legs-has-a-spider-fe624ccc"  # Karenina's id for the second question
+
+
 def _trait(doc: dict[str, Any], name: str) -> dict[str, Any]:
     return next(r for r in doc["rating"] if r["name"] == name)
 
@@ -151,30 +154,61 @@ def _question_id(value: str) -> Callable[[dict[str, Any]], None]:
     return edit
 
 
-# name -> the edit; a comment says what our checks see in it, where they see something.
-VARIANTS: dict[str, Callable[[dict[str, Any]], None] | None] = {
-    "as Karenina saved it (a template class named CapitalAnswer)": None,
-    # Karenina compiles the pattern only when the rubric is built, not at load.
-    "a regex pattern that does not compile": _set_prop("mentions_city", "pattern", "([a-z"),
-    "template: a syntax error": _set_template(1, "class Answer(BaseAnswer:\n    pass\n"),
-    "template: no BaseAnswer class": _set_template(1, "class Answer:\n    def verify(self):\n        return True\n"),
-    "template: two leaf BaseAnswer classes": _set_template(
-        1, "class A(BaseAnswer):\n    pass\n\nclass B(BaseAnswer):\n    pass\n"
+# name -> (the edit, what the import must warn about: a fragment of one warning, which names the
+# place; None: no warning at all).
+Edit = Callable[[dict[str, Any]], None] | None
+VARIANTS: dict[str, tuple[Edit, str | None]] = {
+    "as Karenina saved it (a template class named CapitalAnswer)": (None, None),
+    # Karenina compiles a global trait's pattern only when the rubric is built, not at load.
+    "a regex pattern that does not compile": (
+        _set_prop("mentions_city", "pattern", "([a-z"),
+        "at /rating/3 (trait 'mentions_city'): The regex pattern '([a-z' does not compile",
     ),
-    "template: a subclass chain, leaf named Final": _set_template(
-        1,
-        "class Base(BaseAnswer):\n    pass\n\nclass Final(Base):\n    legs: int = Field(description='n')\n\n"
-        "    def verify(self) -> bool:\n        return self.legs == 8\n",
+    "template: a syntax error": (
+        _set_template(1, "class Answer(BaseAnswer:\n    pass\n"),
+        f"at /dataFeedElement/1/item/hasPart (question '{Q2}'): The answer template is not valid Python",
     ),
-    "template: no verify()": _set_template(1, "class Answer(BaseAnswer):\n    legs: int = Field(description='n')\n"),
-    "template: empty text": _set_template(1, ""),
-    "callable code that is not base64": _set_prop("short", "callable_code", "not base64 !!"),
-    "literal trait with one class": _set_prop("tone", "classes", {"formal": "formal tone"}),
-    "metric not allowed in tp_only mode": _set_prop("facts", "metrics", ["precision", "specificity"]),
-    "score trait with min_score 9 and max_score 1": _scores(9, 1),
-    "question text with emoji and RTL marks": _question_text("¿Cuántas patas tiene una araña? 🕷️ \u200f"),
-    "question id: a plain string": _question_id("spider-legs"),
-    "question id: an MD5 hex digest": _question_id("0f8c5b5e4a0f4d2b9c3d1e2f3a4b5c6d"),
+    "template: no BaseAnswer class": (
+        _set_template(1, "class Answer:\n    def verify(self):\n        return True\n"),
+        "it has no top-level class deriving from BaseAnswer",
+    ),
+    "template: two leaf BaseAnswer classes": (
+        _set_template(1, "class A(BaseAnswer):\n    pass\n\nclass B(BaseAnswer):\n    pass\n"),
+        "it has 2 leaf classes deriving from BaseAnswer (A, B)",
+    ),
+    "template: a subclass chain, leaf named Final": (
+        _set_template(
+            1,
+            "class Base(BaseAnswer):\n    pass\n\nclass Final(Base):\n    legs: int = Field(description='n')\n\n"
+            "    def verify(self) -> bool:\n        return self.legs == 8\n",
+        ),
+        None,
+    ),
+    "template: no verify()": (
+        _set_template(1, "class Answer(BaseAnswer):\n    legs: int = Field(description='n')\n"),
+        f"(question '{Q2}'): The answer class Answer defines no verify() method",
+    ),
+    "template: empty text": (_set_template(1, ""), f"(question '{Q2}'): The answer template is empty"),
+    "callable code that is not base64": (
+        _set_prop("short", "callable_code", "not base64 !!"),
+        "at /rating/4 (trait 'short'): callable_code is not standard base64",
+    ),
+    "literal trait with one class": (
+        _set_prop("tone", "classes", {"formal": "formal tone"}),
+        "at /rating/2 (trait 'tone'): The classes of this literal trait has 1 classes",
+    ),
+    "metric not allowed in tp_only mode": (
+        _set_prop("facts", "metrics", ["precision", "specificity"]),
+        "at /rating/5 (trait 'facts'): Metric(s) 'specificity' are not allowed with evaluation_mode 'tp_only'",
+    ),
+    # Karenina's LLMRubricTrait accepts it, and no score can then be valid.
+    "score trait with min_score 9 and max_score 1": (
+        _scores(9, 1),
+        "at /rating/1 (trait 'depth'): A score trait's range is empty",
+    ),
+    "question text with emoji and RTL marks": (_question_text("¿Cuántas patas tiene una araña? 🕷️ \u200f"), None),
+    "question id: a plain string": (_question_id("spider-legs"), None),
+    "question id: an MD5 hex digest": (_question_id("0f8c5b5e4a0f4d2b9c3d1e2f3a4b5c6d"), None),
 }
 
 
@@ -192,7 +226,7 @@ def variants(built: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPa
     path, doc = built
     folder = tmp_path_factory.mktemp("variants")
     files: dict[str, Path] = {}
-    for index, (name, edit) in enumerate(VARIANTS.items()):
+    for index, (name, (edit, _)) in enumerate(VARIANTS.items()):
         if edit is None:
             files[name] = path
             continue
@@ -217,6 +251,11 @@ def test_what_karenina_loads_we_import(variants: dict[str, Any], name: str) -> N
             pytest.fail(f"Karenina loads {name!r}; we refused it: {exc}")
         assert result.questions == verdict["questions"]
         assert [b.name for b in store.benchmarks()] == ["parity"]
+        expected = VARIANTS[name][1]
+        if expected is None:
+            assert result.warnings == ()
+        else:
+            assert any(expected in w for w in result.warnings), result.warnings
     finally:
         store.close()
 
