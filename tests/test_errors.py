@@ -151,7 +151,7 @@ CASES: list[tuple[str, Callable[[World], Any], type[KareninaRDFError], str]] = [
         "a template that does not parse",
         lambda w: w.bench.add_answer_template(w.qid, "class ("),
         InvalidValueError,
-        r"Invalid template: syntax error at line 1",
+        r"Invalid template: The answer template is not valid Python: invalid syntax \(line 1\)",
     ),
     (
         "a custom property JSON cannot hold",

@@ -495,6 +495,24 @@ class Benchmark:
 
         self._edit_question(question_id, change)
 
+    def get_question_author(self, question_id: str) -> dict[str, Any] | None:
+        """The question's author as Karenina keeps it (a dict such as ``{"name": …}``); also
+        stored as a schema.org Person, which pages and queries use."""
+        author = self.get_question(question_id).author
+        return author if isinstance(author, dict) else None
+
+    def set_question_author(self, question_id: str, author: dict[str, Any] | None) -> None:
+        self.update_question_metadata(question_id, author=author)
+
+    def get_question_sources(self, question_id: str) -> list[dict[str, Any]] | None:
+        """The question's sources as Karenina keeps them (dicts such as ``{"title", "url"}``);
+        also stored as schema.org CreativeWorks the question cites."""
+        sources = self.get_question(question_id).sources
+        return sources if isinstance(sources, list) else None
+
+    def set_question_sources(self, question_id: str, sources: list[dict[str, Any]] | None) -> None:
+        self.update_question_metadata(question_id, sources=sources)
+
     def set_question_custom_property(self, question_id: str, name: str, value: Any) -> None:
         self._edit_question(question_id, lambda q: _set_pv(q, f"custom_{name}", value))
 

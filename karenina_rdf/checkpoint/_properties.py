@@ -104,6 +104,61 @@ def _is_base64(value: str) -> bool:
     return True
 
 
+# A question's author and sources are free-form objects in Karenina (``dict[str, Any]``), kept as
+# written in karenina:author / karenina:sources for export. They are also described as what they
+# are, a schema.org Person (or Organization) and CreativeWorks, so that pages and queries can name
+# them: the keys below become schema.org properties when their value is a string.
+_PERSON_KEYS = {
+    "name": "name",
+    "email": "email",
+    "url": "url",
+    "affiliation": "affiliation",
+    "identifier": "identifier",
+    "orcid": "identifier",
+}
+_WORK_KEYS = {
+    "title": "name",
+    "name": "name",
+    "url": "url",
+    "doi": "identifier",
+    "identifier": "identifier",
+    "date": "datePublished",
+    "year": "datePublished",
+    "publisher": "publisher",
+    "description": "description",
+}
+
+
+def _described(node: str, kind: str, value: Mapping[str, Any], keys: Mapping[str, str]) -> list[t.Triple]:
+    subj = t.iri(node)
+    out = [(subj, t.iri(RDF + "type"), t.iri(SCHEMA + kind))]
+    for key, local in keys.items():
+        v = value.get(key)
+        if isinstance(v, int) and not isinstance(v, bool):
+            v = str(v)  # a year
+        if isinstance(v, str) and v.strip():
+            out.append((subj, t.iri(SCHEMA + local), t.string(v)))
+    return out
+
+
+def people_and_works(owner: str, name: str, value: Any) -> list[t.Triple]:
+    """schema:author / schema:citation nodes for a question's decoded author or sources."""
+    if name == "author" and isinstance(value, dict):
+        kind = "Organization" if value.get("@type") == "Organization" else "Person"
+        node = f"{owner}/author"
+        return [(t.iri(owner), t.iri(SCHEMA + "author"), t.iri(node)), *_described(node, kind, value, _PERSON_KEYS)]
+    if name == "sources" and isinstance(value, list):
+        out: list[t.Triple] = []
+        for i, work in enumerate(value):
+            if isinstance(work, dict):
+                node = f"{owner}/sources/{i}"
+                out.append((t.iri(owner), t.iri(SCHEMA + "citation"), t.iri(node)))
+                out.extend(_described(node, "CreativeWork", work, _WORK_KEYS))
+                out.append((t.iri(node), KAR.position.nt, t.integer(i)))
+        return out
+    return []
+
+
 def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report: Reporter) -> list[t.Triple]:
     subj = t.iri(owner)
     triples: list[t.Triple] = []
@@ -135,6 +190,8 @@ def map_properties(owner: str, owner_kind: str, pvs: list[Any], ptr: str, report
         # Karenina drops null values on save (exclude_none): a null is the same as no value.
         has_value = raw is not None
         value, as_string = _decode(name, raw)
+        if owner_kind == "question" and name in ("author", "sources") and name not in stored:
+            triples.extend(people_and_works(owner, name, value))
         term = _term(name, value) if has_value else None
         coerced = name == "finished" and owner_kind == "question" and has_value and not isinstance(raw, bool)
         if coerced and _valid_finished(raw):

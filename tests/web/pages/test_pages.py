@@ -54,6 +54,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, Test
     store.import_checkpoint(doc, name="copy of pharmacology.jsonld")
     hostile = Benchmark.create("Escaping <i>test</i>", "A description with <em>markup</em>", store=store)
     hostile_qid = hostile.add_question(HOSTILE, "<b>bold</b> answer", custom_metadata={"note": "<tag>"})
+    hostile.set_question_author(hostile_qid, {"name": "<script>x</script>", "url": "javascript:alert(1)"})
+    hostile.set_question_sources(hostile_qid, [{"title": "<i>t</i>", "url": "javascript:alert(2)"}])
     big = store.import_checkpoint(_synthetic(tmp_path_factory.mktemp("pages"), 250, seed=3))
     client = TestClient(create_app(store))
     base = store.base_iri[:-1]
@@ -885,3 +887,30 @@ def test_runs_without_tallies(runs_site: tuple[Store, TestClient, dict[str, list
                 mine = "".join(_row_of(mine, "data-run", r) for r in re.findall(r'<tr data-run="([^"]+)"', mine))
             assert _numbers(mine) and _numbers(mine) == _numbers(theirs), url
     bare.close()
+
+
+P53 = MOLBIO + "/questions/urn:uuid:question-what-is-the-main-function-of-the-protein-encoded-b-8dac577c"
+
+
+def test_a_questions_author_and_sources_are_a_person_and_works(
+    site: tuple[Store, TestClient, dict[str, str]],
+) -> None:
+    store, client, paths = site
+    meta = _get(client, P53).text.split("<h2>Metadata</h2>", 1)[1]
+    assert "<dt>Author</dt><dd>Zoë Lindqvist</dd>" in meta  # not the JSON Karenina stores
+    assert (
+        '<a href="https://www.uniprot.org/uniprotkb/P04637" rel="nofollow noopener">UniProtKB P04637 (P53_HUMAN)</a>'
+        in meta
+    )
+    # In the graph, as schema.org describes them.
+    rows = store.query(
+        "SELECT ?name ?title ?url WHERE { ?q schema:author [ a schema:Person ; schema:name ?name ] ; "
+        "schema:citation [ a schema:CreativeWork ; schema:name ?title ; schema:url ?url ] }"
+    )
+    assert {(r["name"].value, r["title"].value, r["url"].value) for r in rows} >= {
+        ("Zoë Lindqvist", "UniProtKB P04637 (P53_HUMAN)", "https://www.uniprot.org/uniprotkb/P04637")
+    }
+    # A benchmark's author writes these: markup stays text, a javascript: address is no link.
+    hostile = _get(client, paths["hostile_question"]).text.split("<h2>Metadata</h2>", 1)[1]
+    assert "&lt;script&gt;x&lt;/script&gt;" in hostile and "&lt;i&gt;t&lt;/i&gt;" in hostile
+    assert "javascript:" not in hostile
