@@ -314,8 +314,8 @@ class Benchmark:
         header.update(additionalProperty=pvs, dateModified=_now())
         self._apply(self._header_update(header))
 
-    def set_multiple_custom_properties(self, values: dict[str, Any]) -> None:
-        for name, value in values.items():
+    def set_multiple_custom_properties(self, properties: dict[str, Any]) -> None:
+        for name, value in properties.items():
             self.set_custom_property(name, value)
 
     def remove_custom_property(self, name: str) -> bool:
