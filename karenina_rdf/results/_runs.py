@@ -309,12 +309,27 @@ def _runs_prefix(store: GraphStore) -> str:
 
 
 def resolve_run(store: GraphStore, ref: str) -> tuple[str, ox.NamedNode]:
-    """A stored run by IRI or id."""
+    """A stored run by IRI, id or name (Karenina finds runs by their name: a database's runs
+    are named by the user, their ids are UUIDs)."""
     runs = store.catalog.runs()
     for candidate in (ref, run_iri(store.base_iri, ref)):
         if candidate in runs:
             return candidate, runs[candidate]
-    known = ", ".join(sorted(repr(r[len(_runs_prefix(store)) :]) for r in runs)) or "none"
+    named = [
+        run
+        for run, graph in runs.items()
+        if any(
+            q.object.value == ref
+            for q in store.oxigraph.quads_for_pattern(ox.NamedNode(run), ox.NamedNode(SCHEMA + "name"), None, graph)
+        )
+    ]
+    if len(named) == 1:
+        return named[0], runs[named[0]]
+    prefix = len(_runs_prefix(store))
+    if named:
+        ids = ", ".join(sorted(repr(r[prefix:]) for r in named))
+        raise NotFoundError(f"{len(named)} verification runs are named {ref!r}: give one of their ids ({ids})")
+    known = ", ".join(sorted(repr(r[prefix:]) for r in runs)) or "none"
     raise NotFoundError(f"no verification run {ref!r} (stored: {known})")
 
 

@@ -91,6 +91,7 @@ def test_round_trip(bench: Store, tmp_path: Path, export: Path) -> None:
     assert (result.run_id, result.run_name, result.status) == (run.run_id, run.run_name, "imported")
     (summary,) = [s for s in bench.runs() if s.run_id == run.run_id]
     assert summary.name == run.run_name  # the database's run_name, kept as the run's schema:name
+    assert bench.resolve_run(str(run.run_name)) == summary.iri  # found by its name, as in Karenina
     assert (result.rows, result.added, result.unmatched) == (len(original["results"]), len(original["results"]), 0)
     assert result.benchmarks == (bench.resolve(str(run.benchmark_name)),)
 
@@ -116,6 +117,17 @@ def test_round_trip(bench: Store, tmp_path: Path, export: Path) -> None:
     assert {f: getattr(from_db, f) for f in fields} == {f: getattr(from_json, f) for f in fields}
     assert from_db.pass_rate is not None
     assert from_db.answering_models and from_db.parsing_models  # model labels come from the models graph
+
+
+def test_two_runs_of_one_name_are_told_apart_by_id(bench: Store, tmp_path: Path) -> None:
+    first, second = _run(EXPORTS[0], "run-a"), _run(EXPORTS[0], "run-b")
+    write_db(tmp_path / "k.db", [first, second], imported=True)
+    import_results_db(bench, tmp_path / "k.db")
+    with pytest.raises(
+        NotFoundError, match=r"2 verification runs are named .*give one of their ids \('run-a', 'run-b'\)"
+    ):
+        bench.resolve_run(str(first.run_name))
+    assert bench.resolve_run("run-a").endswith("/run-a")
 
 
 def test_header_of_a_verified_run(bench: Store, tmp_path: Path) -> None:
