@@ -319,7 +319,7 @@ def resolve_run(store: GraphStore, ref: str) -> tuple[str, ox.NamedNode]:
         run
         for run, graph in runs.items()
         if any(
-            q.object.value == ref
+            isinstance(q.object, ox.Literal) and q.object.value == ref
             for q in store.oxigraph.quads_for_pattern(ox.NamedNode(run), ox.NamedNode(SCHEMA + "name"), None, graph)
         )
     ]
