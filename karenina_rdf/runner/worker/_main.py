@@ -156,6 +156,10 @@ class Guard:
             self._busy = True
             try:
                 self._check_file_event(event, args)
+            except SandboxViolation:
+                raise
+            except Exception as exc:  # e.g. realpath meeting a link it may not read (/proc/<pid>/fd/...)
+                self._refuse(f"a path the sandbox cannot resolve ({event}: {exc})")
             finally:
                 self._busy = False
         elif event in _PROCESS_EVENTS:

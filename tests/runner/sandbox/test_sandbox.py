@@ -234,19 +234,40 @@ def _process_gone(pid: int, command: bytes) -> bool:
 
 @pytest.mark.slow
 def test_children_do_not_outlive_their_worker() -> None:
-    # One process is allowed, and it runs outside the audit hook; the worker that started it exits
-    # by itself after the call (it is tainted), and the child must go with it.
+    # One process is allowed, and it runs outside the audit hook; the template process that
+    # started it is ended after the call (it is tainted), with its process group, and the child
+    # must go with it. The child's pid is the box's (a PID namespace of its own): it is looked
+    # for among the box's processes, seen from the host.
     body = "import subprocess\nself.child = subprocess.Popen(['sleep', '300']).pid"
     with Sandbox(workers=1, limits=Limits(max_processes=1, wall_seconds=10)) as sb:
         outcome = sb.verify_template(_attack(body), {"target": "x"}, "", None)
         assert outcome.ok and outcome.value["verify_result"] is True, outcome
         child = outcome.value["parsed_llm_response"]["child"]
-        try:
-            assert _process_gone(child, b"sleep 300")
-        finally:
-            if not _process_gone(child, b"sleep 300"):
-                os.kill(child, 9)
+        (worker,) = sb._live
+        host_pid = next((host for host, inside in box_processes(worker).items() if inside == child), None)
+        assert host_pid is None or _process_gone(host_pid, b"sleep 300")
         _still_works(sb)
+
+
+def test_orphans_die_with_the_box(tmp_path: Path) -> None:
+    """A fork + setsid orphan (processes allowed) leaves its template process's group, so ending
+    that process does not end it; it still cannot see the store, and it dies with the box."""
+    store = tmp_path / "store"
+    store.mkdir()
+    body = (
+        "import os, time\npid = os.fork()\nif pid == 0:\n    os.setsid()\n    time.sleep(1)\n"
+        f"    try:\n        open({str(store)!r} + '/late', 'w')\n    finally:\n        time.sleep(300)\n"
+        "time.sleep(0.5)\nself.child = pid"  # (the orphan's setsid comes before its parent is ended)
+    )
+    with Sandbox(workers=1, limits=Limits(max_processes=1, wall_seconds=10)) as sb:
+        outcome = sb.verify_template(_attack(body), {"target": "x"}, "", None)
+        assert outcome.ok, outcome
+        (worker,) = sb._live
+        time.sleep(1.5)
+        assert outcome.value["parsed_llm_response"]["child"] in box_processes(worker).values()  # still there
+        _still_works(sb)
+    assert box_processes(worker) == {}
+    assert list(store.iterdir()) == []
 
 
 def test_a_worker_that_cannot_start_leaves_nothing_behind(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
