@@ -236,6 +236,7 @@ def templates_generate(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Generate and check, store nothing; print the code.")
     ] = False,
+    unsafe_no_isolation: UnsafeOpt = False,
     replay: ReplayOpt = None,
     record: RecordOpt = None,
     cache: CacheOpt = True,
@@ -252,7 +253,7 @@ def templates_generate(
         s = _open(store, base_iri)
         try:
             spec = _transport(s, replay, record, cache, base_url).model(model)
-            with Sandbox(workers=1) as sandbox:
+            with Sandbox(workers=1, isolation="unsafe-none" if unsafe_no_isolation else "kernel") as sandbox:
                 made = generate_templates(
                     s, benchmark, spec, sandbox, questions=questions, overwrite=overwrite, dry_run=dry_run
                 )

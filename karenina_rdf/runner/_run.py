@@ -245,6 +245,10 @@ def run_verification(
         "retry_budgets": DEFAULT_BUDGETS,
         **(extra_config or {}),
     }
+    if sandbox is None:  # refuse before anything is written when the host cannot box the code
+        from karenina_rdf.runner.sandbox import check_isolation
+
+        check_isolation("unsafe-none" if opts.unsafe_no_isolation else "kernel")
     live = _open_run(
         len({tk.question.question_id for tk in the_plan.tasks}),
         informed_by,

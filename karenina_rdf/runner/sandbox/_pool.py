@@ -85,6 +85,7 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from karenina_rdf._errors import InvalidValueError, VerificationError
+from karenina_rdf.runner.worker import seccomp_unavailable
 
 from ._process import (
     START_TIMEOUT,
@@ -97,13 +98,25 @@ from ._process import (
     namespace_prefix,
 )
 
-__all__ = ["IsolationUnavailableError", "Limits", "Sandbox", "SandboxOutcome", "namespace_prefix"]
+__all__ = ["IsolationUnavailableError", "Limits", "Sandbox", "SandboxOutcome", "check_isolation", "namespace_prefix"]
 
 log = logging.getLogger(__name__)
 
 
 class IsolationUnavailableError(VerificationError):
     """This host cannot box untrusted code, and the caller did not accept running it unboxed."""
+
+
+def check_isolation(isolation: Isolation) -> None:
+    """Raise ``IsolationUnavailableError`` (one line: why, and the flag) when ``isolation`` is
+    "kernel" and this host cannot box code. A run checks before it writes anything."""
+    if isolation == "kernel":
+        problem = isolation_unavailable()
+        if problem is not None:
+            raise IsolationUnavailableError(
+                f"refusing to run benchmark code without kernel isolation: {problem}; "
+                f"install bubblewrap, or accept the risk with {UNSAFE_FLAG}"
+            )
 
 
 class Limits(BaseModel):
@@ -140,14 +153,8 @@ class Sandbox:
             raise InvalidValueError(f"a sandbox needs at least one worker, not {workers}")
         if isolation not in ("kernel", "unsafe-none"):
             raise InvalidValueError(f"isolation is 'kernel' or 'unsafe-none', not {isolation!r}")
-        if isolation == "kernel":
-            problem = isolation_unavailable()
-            if problem is not None:
-                raise IsolationUnavailableError(
-                    f"refusing to run benchmark code without kernel isolation: {problem}; "
-                    f"install bubblewrap, or accept the risk with {UNSAFE_FLAG}"
-                )
-        else:
+        check_isolation(isolation)
+        if isolation == "unsafe-none":
             log.warning(
                 "running benchmark code WITHOUT kernel isolation (%s): its code can read and write what this user can",
                 UNSAFE_FLAG,
@@ -174,8 +181,9 @@ class Sandbox:
     def layers(self) -> dict[str, bool]:
         """Which isolation layers are active on this host (see the module docstring)."""
         boxed = self.isolation == "kernel"
-        with self._cond:
-            seccomp = any(w.seccomp for w in self._live)
+        # A template process that cannot put its filter on runs nothing: it ends, and its calls
+        # say crashed. So the filter is active wherever it can be.
+        seccomp = seccomp_unavailable() is None
         return {
             "audit_hook": True,
             "wall_clock": True,
