@@ -656,3 +656,18 @@ def test_unsafe_sandbox_still_runs_code(caplog: pytest.LogCaptureFixture) -> Non
         assert sb.layers["pid_mount_ipc_namespaces"] is False
         assert sb.verify_template(_attack("import os\nos.fork()"), {"target": "x"}, "", None).kind == "forbidden"
     assert "WITHOUT kernel isolation" in caplog.text
+
+
+@pytest.mark.slow
+def test_a_template_process_that_ends_between_calls_is_forked_again(sandbox: Sandbox) -> None:
+    # A thread hidden from the thread count ends the process after the reply went out; the next
+    # call of the same template gets a fresh process, not the dead one's broken pipe.
+    body = (
+        "import _thread, os, threading, time\n_thread._count = lambda: 0\n"
+        "threading.Thread(target=lambda: (time.sleep(0.2), os._exit(0))).start()"
+    )
+    code = _attack(body)
+    assert sandbox.verify_template(code, {"target": "x"}, "", None).ok
+    time.sleep(0.5)
+    again = sandbox.verify_template(code, {"target": "x"}, "", None)
+    assert again.ok and again.value["verify_result"] is True, again
