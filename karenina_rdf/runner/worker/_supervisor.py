@@ -38,6 +38,7 @@ import resource
 import select
 import shutil
 import signal
+import stat
 import sys
 import time
 from collections import OrderedDict
@@ -240,18 +241,16 @@ class Supervisor:
     def death(self, child: _Child) -> _Gone:
         """Why the template process went away (reaps it)."""
         cpu = None
-        status = None
         deadline = time.monotonic() + 5
-        while status is None and time.monotonic() < deadline:
+        while True:
             cpu = _cpu_seconds(child.pid)  # readable until the process is reaped
-            pid, waited = os.waitpid(child.pid, os.WNOHANG)
-            if pid:
-                status = waited
-            else:
-                time.sleep(0.001)
-        if status is None:
-            _kill(child.pid)
-            _, status = os.waitpid(child.pid, 0)
+            if _ended(child.pid) or time.monotonic() > deadline:
+                break
+            time.sleep(0.001)
+        # Its process group goes too (what it started under max_processes); until it is reaped
+        # its pid, which is the group's id, cannot name another process.
+        _kill(child.pid)
+        _, status = os.waitpid(child.pid, 0)
         child.pid = -1
         code = os.waitstatus_to_exitcode(status)
         soft = child.armed
@@ -307,12 +306,22 @@ def _kill(pid: int) -> None:
         os.kill(pid, signal.SIGKILL)
 
 
-def _exited(pid: int) -> bool:
-    """Whether the template process ``pid`` has ended (reaping it if so)."""
+def _ended(pid: int) -> bool:
+    """Whether the template process ``pid`` has ended, without reaping it."""
     try:
-        return os.waitpid(pid, os.WNOHANG)[0] != 0
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
     except ChildProcessError:
         return True
+
+
+def _exited(pid: int) -> bool:
+    """Whether the template process ``pid`` has ended; if so its group is killed and it is reaped."""
+    if not _ended(pid):
+        return False
+    _kill(pid)
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
+    return True
 
 
 def _cpu_seconds(pid: int) -> float | None:
@@ -325,13 +334,22 @@ def _cpu_seconds(pid: int) -> float | None:
 
 
 def _tail(path: str) -> str:
+    """The end of a template process's stderr file. The file sits where template code can write,
+    so it is opened without following a link, and read only if it is a regular file (not, say, a
+    link to one of this process's own /proc entries or pipes)."""
     try:
-        with open(path, "rb") as stderr:
-            stderr.seek(0, os.SEEK_END)
-            stderr.seek(max(0, stderr.tell() - 300))
-            tail = stderr.read().decode("utf-8", "replace").strip()
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
         return ""
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return ""
+        tail = os.pread(fd, 300, max(0, info.st_size - 300)).decode("utf-8", "replace").strip()
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
     return f": {tail}" if tail else ""
 
 

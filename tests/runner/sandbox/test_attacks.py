@@ -434,3 +434,18 @@ def record() -> Iterator[dict[tuple[str, str], str]]:
     out = os.environ.get("KARENINA_ATTACKS_OUT")
     if out:
         Path(out).write_text(json.dumps([[name, hook, got] for (name, hook), got in results.items()], indent=1))
+
+
+def test_a_stderr_file_swapped_for_a_link_is_not_followed(sandbox: Sandbox, canary: Canary) -> None:
+    """The supervisor reads the end of a dead template process's stderr file into the failure
+    reason. Code that replaced that file with a link (to the supervisor's own descriptors, its
+    environment) gets no tail at all: the link is not followed."""
+    before = _snapshot(canary.root)
+    body = (
+        HOOK_OFF + "import os\npath = os.readlink('/proc/self/fd/2')\nos.remove(path)\n"
+        "os.symlink('/proc/2/environ', path)\nos._exit(3)"
+    )
+    outcome = sandbox.verify_template(_template(body), {"target": "x"}, "raw", None)
+    assert (outcome.kind, outcome.error) == ("crashed", "the sandbox worker exited with status 3"), outcome
+    _nothing_outside_changed(sandbox, canary, before, str(outcome.error))
+    _other_verdicts_hold(sandbox)
