@@ -28,8 +28,8 @@ are active):
   interface but a down loopback), no capabilities, no new privileges, no further user
   namespaces, a session of its own, and dies with the parent (``--die-with-parent``; when the
   box's PID 1 dies, every process in it dies). It sees /usr and the Python installation
-  read-only, the worker package read-only, fresh /proc and /dev, and one tmpfs (/tmp, at most
-  ``memory_mb``) as the only writable place: no /etc (so no /etc/shadow), /home, /root, store
+  read-only, the worker package read-only, fresh /proc and /dev (read-only), and one tmpfs
+  (/tmp, at most ``memory_mb``) as the only writable place (the box's own root is read-only): no /etc (so no /etc/shadow), /home, /root, store
   folder, ``.env`` or working directory, and a cleared environment;
 * the wall clock: the supervisor ends a template process that overruns ``wall_seconds``
   (kind ``timeout``); the parent gives the supervisor a few seconds more, then kills the box;

@@ -93,8 +93,8 @@ def box_command(tmpfs_bytes: int) -> list[str]:
     PID, mount, IPC, UTS, cgroup, network: no interface but a down loopback), no capabilities,
     no new privileges, no further user namespaces, a session of its own, killed with the
     parent; in sight only /usr (and the /bin, /lib, /lib64, /sbin links or folders), the Python
-    installation read-only, the worker package read-only at a fixed path, fresh /proc and /dev,
-    and one size-limited tmpfs, /tmp, the only writable place. No /etc, /home, /root, store
+    installation read-only, the worker package read-only at a fixed path, fresh /proc and /dev
+    (read-only, so no /dev/shm), and one size-limited tmpfs, /tmp, the only writable place. No /etc, /home, /root, store
     folder or working directory; the environment is cleared."""
     bwrap = shutil.which("bwrap")
     if bwrap is None:
@@ -136,8 +136,11 @@ def box_command(tmpfs_bytes: int) -> list[str]:
     executable_dir = os.path.dirname(os.path.realpath(sys.executable))
     if not any(executable_dir == r or executable_dir.startswith(r + "/") for r in ["/usr", *_python_roots()]):
         args += ["--ro-bind", executable_dir, executable_dir]
-    args += ["--ro-bind", WORKER_DIR, BOX_WORKER_DIR, "--proc", "/proc", "--dev", "/dev"]
+    args += ["--ro-bind", WORKER_DIR, BOX_WORKER_DIR, "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
     args += ["--size", str(tmpfs_bytes), "--perms", "0700", "--tmpfs", BOX_TMPDIR, "--chdir", BOX_TMPDIR]
+    # bubblewrap's own root and /dev are tmpfs without a size limit: left writable, they were a
+    # way around the /tmp limit into the host's memory (/f0, /dev/shm/f0). Read-only, both.
+    args += ["--remount-ro", "/"]
     return args
 
 

@@ -217,6 +217,20 @@ ROWS = [
         "result: OSError: [Errno 28] No space left on device",
     ),
     Row(
+        # Found by this table's author: bubblewrap's root and /dev are tmpfs without a size limit,
+        # and were writable: a way around the /tmp limit into the host's memory.
+        "fill memory through /dev/shm",
+        "open('/dev/shm/x', 'wb').write(b'x' * 2 ** 20)",
+        "forbidden: writing '/dev/shm/x' (outside the sandbox directory)",
+        "result: OSError: [Errno 30] Read-only file system: '/dev/shm/x'",
+    ),
+    Row(
+        "fill memory through the box's root",
+        "open('/x', 'wb').write(b'x' * 2 ** 20)",
+        "forbidden: writing '/x' (outside the sandbox directory)",
+        "result: OSError: [Errno 30] Read-only file system: '/x'",
+    ),
+    Row(
         "one file past the file size limit",
         "import os\nfd = os.open('big', os.O_WRONLY | os.O_CREAT)\nos.pwrite(fd, b'x', 300 * 2 ** 20)",
         "result: OSError: [Errno 27] File too large",
