@@ -14,8 +14,9 @@ A ``Sandbox`` is one run's (``run_verification`` makes one per run, and a run is
 so code of one benchmark never shares a box with another benchmark's, and a template never
 shares a process with another template: one template cannot forge another's verdict.
 
-Speed. Boxes are reused, and so are template processes (an LRU of ``CHILDREN`` per box); a
-template is executed once per template process. Forking one from the warm supervisor costs a
+Speed. Boxes are reused, and so are template processes (an LRU of ``CHILDREN`` per box; one
+that keeps more than ``KEEP_GROWTH_MB`` of memory after a call is not kept); a template is
+executed once per template process. Forking one from the warm supervisor costs a
 few milliseconds; a relayed call costs a little more than the direct one it replaced (see
 docs/performance.md, "Verification").
 
@@ -29,13 +30,14 @@ are active):
   namespaces, a session of its own, and dies with the parent (``--die-with-parent``; when the
   box's PID 1 dies, every process in it dies). It sees /usr and the Python installation
   read-only, the worker package read-only, fresh /proc and /dev (read-only), and one tmpfs
-  (/tmp, at most ``memory_mb``) as the only writable place (the box's own root is read-only): no /etc (so no /etc/shadow), /home, /root, store
-  folder, ``.env`` or working directory, and a cleared environment;
+  (/tmp, at most ``memory_mb``) as the only writable place (the box's own root is read-only):
+  no /etc (so no /etc/shadow), /home, /root, store folder, ``.env`` or working directory, and
+  a cleared environment;
 * the wall clock: the supervisor ends a template process that overruns ``wall_seconds``
   (kind ``timeout``); the parent gives the supervisor a few seconds more, then kills the box;
 * a seccomp filter on each template process (``runner.worker._seccomp``): no new processes when
-  ``max_processes`` is 0 (``RLIMIT_NPROC`` cannot: the kernel exempts uid 0, which the box's
-  processes are in their own user namespace), no ptrace or process_vm_*, no signals but to
+  ``max_processes`` is 0 (``RLIMIT_NPROC`` cannot when the runner is root: the kernel exempts
+  uid 0, even in a user namespace), no ptrace or process_vm_*, no signals but to
   itself, no sockets, no namespace or mount calls, no io_uring, bpf, keyctl;
 * "not dumpable" (set by the supervisor, inherited by template processes): with no
   capabilities, no process of the box can open another's ``/proc/<pid>/mem``, ``environ`` or

@@ -22,7 +22,8 @@ The supervisor believes nothing a template process says about itself: it arms th
 wall clock, and ends the process at once when what comes back is not one well-formed reply to
 the request in flight. Only the fields of a reply it knows are relayed. A template process
 whose reply says ``retire`` (threads or children left behind, a replaced SIGXCPU handler, a
-MemoryError) is ended after its call; at most ``CHILDREN`` stay alive, the least recently used
+MemoryError), or that holds more than ``KEEP_GROWTH_MB`` of anonymous memory beyond the
+supervisor's, is ended after its call; at most ``CHILDREN`` stay alive, the least recently used
 are ended first and forked again when needed.
 """
 
@@ -46,7 +47,11 @@ from typing import Any
 
 from . import _main, _seccomp, _template
 
-CHILDREN = 32
+CHILDREN = 16
+# A template process that holds more anonymous memory than the supervisor plus this after a call
+# is ended: idle processes in the LRU must not keep what a call allocated (RLIMIT_AS bounds one
+# process, not the sum over the box).
+KEEP_GROWTH_MB = 64
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 _PR_SET_PDEATHSIG = 1
 _PR_SET_DUMPABLE = 4
@@ -80,6 +85,7 @@ class Supervisor:
         self.children: OrderedDict[str, _Child] = OrderedDict()
         self.sequence = 0
         self.pid = os.getpid()
+        self.keep_anon_kb = (_anon_kb(self.pid) or 0) + KEEP_GROWTH_MB * 1024
         self.seccomp = cfg.get("seccomp", True) and _seccomp.unavailable() is None
 
     # The request loop ------------------------------------------------------------------------
@@ -131,7 +137,8 @@ class Supervisor:
                 "kind": "timeout",
                 "error": f"wall-clock limit exceeded ({self.cfg['wall_seconds']:g} s)",
             }
-        if reply.pop("retire", False):
+        anon = _anon_kb(child.pid)
+        if reply.pop("retire", False) or anon is None or anon > self.keep_anon_kb:
             self.end(key)
         return reply
 
@@ -322,6 +329,17 @@ def _exited(pid: int) -> bool:
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)
     return True
+
+
+def _anon_kb(pid: int) -> int | None:
+    try:
+        with open(f"/proc/{pid}/status") as status:
+            for line in status:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+    return None
 
 
 def _cpu_seconds(pid: int) -> float | None:

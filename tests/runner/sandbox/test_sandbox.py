@@ -671,3 +671,14 @@ def test_a_template_process_that_ends_between_calls_is_forked_again(sandbox: San
     time.sleep(0.5)
     again = sandbox.verify_template(code, {"target": "x"}, "", None)
     assert again.ok and again.value["verify_result"] is True, again
+
+
+@pytest.mark.slow
+def test_a_template_process_that_keeps_memory_is_not_kept(sandbox: Sandbox) -> None:
+    # Each call counts itself in the process; one template also keeps 100 MB: its process is
+    # ended after each call (so it counts 1 each time), the other's lives on (it counts on).
+    counting = "import builtins\nbuiltins.calls = getattr(builtins, 'calls', 0) + 1\nself.calls = builtins.calls\n"
+    hoarding = counting + "builtins.hoard = b'x' * (100 * 2 ** 20)"
+    for body, expected in ((counting, [1, 2, 3]), (hoarding, [1, 1, 1])):
+        calls = [sandbox.verify_template(_attack(body), {"target": "x"}, "", None) for _ in range(3)]
+        assert [c.value["parsed_llm_response"]["calls"] for c in calls] == expected, calls
