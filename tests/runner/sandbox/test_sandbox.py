@@ -682,3 +682,50 @@ def test_a_template_process_that_keeps_memory_is_not_kept(sandbox: Sandbox) -> N
     for body, expected in ((counting, [1, 2, 3]), (hoarding, [1, 1, 1])):
         calls = [sandbox.verify_template(_attack(body), {"target": "x"}, "", None) for _ in range(3)]
         assert [c.value["parsed_llm_response"]["calls"] for c in calls] == expected, calls
+
+
+_RUNNER = """
+import json, os, sys, time
+from karenina_rdf.runner import Sandbox
+from tests.runner.sandbox.test_sandbox import GOOD, box_processes
+sb = Sandbox(workers=1)
+assert sb.verify_template(GOOD, {"target": "x"}, "", None).ok
+(worker,) = sb._live
+pid = next(iter(box_processes(worker)))
+print(json.dumps({"namespace": os.readlink(f"/proc/{pid}/ns/pid"), "pids": list(box_processes(worker))}), flush=True)
+time.sleep(300)
+"""
+
+
+def _in_namespace(namespace: str) -> list[int]:
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                if os.readlink(f"/proc/{name}/ns/pid") == namespace:
+                    found.append(int(name))
+            except OSError:
+                continue
+    return found
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(isolation_unavailable() is not None, reason=f"no kernel isolation here: {isolation_unavailable()}")
+def test_a_killed_runner_takes_its_boxes_with_it() -> None:
+    # SIGKILL leaves the runner no chance to close anything: --die-with-parent must end the box,
+    # and every process in the box's PID namespace with it.
+    import subprocess
+    import sys
+
+    runner = subprocess.Popen([sys.executable, "-c", _RUNNER], stdout=subprocess.PIPE, cwd=Path(__file__).parents[3])
+    try:
+        assert runner.stdout is not None
+        seen = json.loads(runner.stdout.readline())
+        assert len(seen["pids"]) >= 3 and _in_namespace(seen["namespace"])
+    finally:
+        runner.kill()
+        runner.wait()
+    deadline = time.monotonic() + 5
+    while _in_namespace(seen["namespace"]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _in_namespace(seen["namespace"]) == []
