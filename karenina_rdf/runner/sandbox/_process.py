@@ -106,6 +106,10 @@ def box_command(tmpfs_bytes: int) -> list[str]:
         "--disable-userns",
         "--die-with-parent",
         "--new-session",
+        # No bubblewrap init as PID 1: it stays dumpable, so template code could open its
+        # /proc/1/mem and fd/ (its stderr is a file on the host). The supervisor is PID 1, not
+        # dumpable, spared by the kernel from signals sent inside the namespace, and reaps.
+        "--as-pid-1",
         "--cap-drop",
         "ALL",
         "--clearenv",

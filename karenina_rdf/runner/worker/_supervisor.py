@@ -100,6 +100,7 @@ class Supervisor:
             reply = self.relay(request, frame, request_id)
             reply["id"] = request_id
             _main._send(resp_fd, reply)
+            self.reap_orphans()
         for key in list(self.children):
             self.end(key)
 
@@ -110,7 +111,7 @@ class Supervisor:
         kind = "c" if request.get("op") == "callable" else "t"
         key = kind + hashlib.sha256(source.encode("utf-8", "surrogatepass")).hexdigest()
         child = self.children.get(key)
-        if child is not None and _exited(child.pid):  # ended between calls (its own code, a limit)
+        if child is not None and (child.pid < 0 or _exited(child.pid)):  # ended between calls
             child.pid = -1
             self.end(key)
             child = None
@@ -204,6 +205,25 @@ class Supervisor:
             del sys.modules[name]
         del self.libc, self.ctypes
         _main.serve_guarded(req_fd, resp_fd, workdir, cfg)
+
+    def reap_orphans(self) -> None:
+        """Reap the processes that ended while orphaned to this one (PID 1 of the box: what
+        template processes started under max_processes and left behind), and notice template
+        processes that ended between calls."""
+        tracked = {child.pid: key for key, child in self.children.items()}
+        while True:
+            try:
+                info = os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+            except ChildProcessError:
+                return
+            if info is None:
+                return
+            if info.si_pid in tracked:  # a template process: its next call forks a new one
+                _exited(info.si_pid)
+                self.children[tracked.pop(info.si_pid)].pid = -1
+                continue
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(info.si_pid, 0)
 
     def arm_cpu(self, child: _Child) -> None:
         used = _cpu_seconds(child.pid)
