@@ -27,8 +27,8 @@ are active):
   ``isolation="unsafe-none"`` — ``--unsafe-no-isolation`` — the ``Sandbox`` refuses to start,
   saying why): the box has its own user, PID, mount, IPC, UTS, cgroup and network namespaces (no
   interface but a down loopback), no capabilities, no new privileges, no further user
-  namespaces, a session of its own, and dies with the parent (``--die-with-parent``; when the
-  box's PID 1 dies, every process in it dies). It sees /usr and the Python installation
+  namespaces, a session of its own, and dies with the parent (``--die-with-parent``; the
+  supervisor is the box's PID 1, and when it dies every process in the box dies). It sees /usr and the Python installation
   read-only, the worker package read-only, fresh /proc and /dev (read-only), and one tmpfs
   (/tmp, at most ``memory_mb``) as the only writable place (the box's own root is read-only):
   no /etc (so no /etc/shadow), /home, /root, store folder, ``.env`` or working directory, and

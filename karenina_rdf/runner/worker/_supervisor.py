@@ -1,5 +1,5 @@
-"""The worker's supervisor: the process the parent ``Sandbox`` talks to. It runs no code it was
-sent. It warms up once (imports the template runtime, pydantic, ctypes), then forks one
+"""The worker's supervisor: the process the parent ``Sandbox`` talks to, PID 1 of its box. It
+runs no code it was sent. It warms up once (imports the template runtime, pydantic, ctypes), then forks one
 *template process* per template (or callable) it is asked about, keyed by the SHA-256 of the
 source, and relays each request to that process and its reply back.
 
