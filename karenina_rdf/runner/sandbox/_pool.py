@@ -28,17 +28,17 @@ are active):
   saying why): the box has its own user, PID, mount, IPC, UTS, cgroup and network namespaces (no
   interface but a down loopback), no capabilities, no new privileges, no further user
   namespaces, a session of its own, and dies with the parent (``--die-with-parent``; the
-  supervisor is the box's PID 1, and when it dies every process in the box dies). It sees /usr and the Python installation
-  read-only, the worker package read-only, fresh /proc and /dev (read-only), and one tmpfs
-  (/tmp, at most ``memory_mb``) as the only writable place (the box's own root is read-only):
-  no /etc (so no /etc/shadow), /home, /root, store folder, ``.env`` or working directory, and
-  a cleared environment;
+  supervisor is the box's PID 1, and when it dies every process in the box dies). It sees /usr
+  and the Python installation read-only, the worker package read-only, fresh /proc and /dev
+  (read-only), and one tmpfs (/tmp, at most ``memory_mb``) as the only writable place (the
+  box's own root is read-only): no /etc (so no /etc/shadow), /home, /root, store folder,
+  ``.env`` or working directory, and a cleared environment;
 * the wall clock: the supervisor ends a template process that overruns ``wall_seconds``
   (kind ``timeout``); the parent gives the supervisor a few seconds more, then kills the box;
 * a seccomp filter on each template process (``runner.worker._seccomp``): no new processes when
   ``max_processes`` is 0 (``RLIMIT_NPROC`` cannot when the runner is root: the kernel exempts
-  uid 0, even in a user namespace), no ptrace or process_vm_*, no signals but to
-  itself, no sockets, no namespace or mount calls, no io_uring, bpf, keyctl;
+  uid 0, even in a user namespace), no ptrace or process_vm_*, no signals but to itself, no
+  sockets, no namespace or mount calls, no io_uring, bpf, keyctl;
 * "not dumpable" (set by the supervisor, inherited by template processes): with no
   capabilities, no process of the box can open another's ``/proc/<pid>/mem``, ``environ`` or
   ``fd/``;

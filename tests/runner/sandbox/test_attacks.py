@@ -194,7 +194,7 @@ ROWS = [
         "result: PermissionError: [Errno 1] Operation not permitted",
     ),
     Row(
-        "signal the box's init",
+        "signal PID 1 of the box (the supervisor) with SIGTERM",
         "import os, signal\nos.kill(1, signal.SIGTERM)",
         "forbidden: signalling another process (os.kill)",
         "result: PermissionError: [Errno 1] Operation not permitted",
@@ -258,7 +258,7 @@ ROWS = [
         f"result: FileNotFoundError: [Errno 2] No such file or directory: '{os.path.abspath(__file__)}'",
     ),
     Row(
-        "write Python's cache and site-packages",
+        "write into the Python installation (its bytecode cache)",
         "import os\nopen(os.path.join(os.path.dirname(os.__file__), '__pycache__', 'evil.pyc'), 'wb').write(b'x')",
         "forbidden: writing '{PYCACHE}/evil.pyc' (outside the sandbox directory)",
         "result: OSError: [Errno 30] Read-only file system: '{PYCACHE}/evil.pyc'",
