@@ -249,6 +249,7 @@ def test_children_do_not_outlive_their_worker() -> None:
         _still_works(sb)
 
 
+@pytest.mark.slow
 def test_orphans_die_with_the_box(tmp_path: Path) -> None:
     """A fork + setsid orphan (processes allowed) leaves its template process's group, so ending
     that process does not end it; it still cannot see the store, and it dies with the box."""
