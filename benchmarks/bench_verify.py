@@ -34,10 +34,10 @@ from types import ModuleType
 from typing import Any
 
 from karenina_rdf import Store
-from karenina_rdf.runner._prompts import answering_messages, json_object, parsing_messages
+from karenina_rdf.runner._prompts import answering_messages, parsing_messages
 from karenina_rdf.runner._run import RunOptions, run_verification
 from karenina_rdf.runner._tasks import ModelSpec
-from karenina_rdf.runner.providers._base import ChatRequest
+from karenina_rdf.runner.providers._base import ChatRequest, json_object
 from karenina_rdf.runner.providers._registry import FunctionProvider
 from karenina_rdf.runner.providers._replay import Recorder, ReplayProvider
 from karenina_rdf.runner.sandbox._pool import Sandbox

@@ -58,6 +58,14 @@ ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", "-c", min=1, help=
 TrustOpt = Annotated[
     bool, typer.Option("--trust-callables", help="Run the benchmark's callable traits (pickled code, in the sandbox).")
 ]
+UnsafeOpt = Annotated[
+    bool,
+    typer.Option(
+        "--unsafe-no-isolation",
+        help="Run template and callable code even where bubblewrap cannot box it (UNSAFE: that code can then "
+        "read and write what you can).",
+    ),
+]
 ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")]
 RunIdOpt = Annotated[str | None, typer.Option("--run", help="Id of the new run (default: verify-<time>-<random>).")]
 
@@ -112,6 +120,7 @@ def verify(
     questions: Annotated[list[str] | None, typer.Option("--questions", "-q", help="Only these question ids.")] = None,
     concurrency: ConcurrencyOpt = 4,
     trust_callables: TrustOpt = False,
+    unsafe_no_isolation: UnsafeOpt = False,
     few_shot: Annotated[
         bool, typer.Option("--few-shot", help="Give answerers the questions' few-shot examples.")
     ] = False,
@@ -145,6 +154,7 @@ def verify(
                 questions=questions,
                 concurrency=concurrency,
                 trust_callables=trust_callables,
+                unsafe_no_isolation=unsafe_no_isolation,
                 few_shot=few_shot,
                 run=run,
                 run_name=run_name,
@@ -180,6 +190,7 @@ def rescore(
     mode: ModeOpt = None,
     concurrency: ConcurrencyOpt = 4,
     trust_callables: TrustOpt = False,
+    unsafe_no_isolation: UnsafeOpt = False,
     new_run: RunIdOpt = None,
     replay: ReplayOpt = None,
     record: RecordOpt = None,
@@ -205,6 +216,7 @@ def rescore(
                 mode=_mode("rubric_only" if rubric_only else mode),
                 concurrency=concurrency,
                 trust_callables=trust_callables,
+                unsafe_no_isolation=unsafe_no_isolation,
                 run_id=new_run,
             )
             report = do_rescore(s, run, judges=judges, options=options, progress=progress, cost=_cost())
@@ -224,6 +236,7 @@ def templates_generate(
     dry_run: Annotated[
         bool, typer.Option("--dry-run", help="Generate and check, store nothing; print the code.")
     ] = False,
+    unsafe_no_isolation: UnsafeOpt = False,
     replay: ReplayOpt = None,
     record: RecordOpt = None,
     cache: CacheOpt = True,
@@ -240,7 +253,7 @@ def templates_generate(
         s = _open(store, base_iri)
         try:
             spec = _transport(s, replay, record, cache, base_url).model(model)
-            with Sandbox(workers=1) as sandbox:
+            with Sandbox(workers=1, isolation="unsafe-none" if unsafe_no_isolation else "kernel") as sandbox:
                 made = generate_templates(
                     s, benchmark, spec, sandbox, questions=questions, overwrite=overwrite, dry_run=dry_run
                 )

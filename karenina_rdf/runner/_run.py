@@ -51,6 +51,8 @@ class RunOptions(BaseModel):
     questions: tuple[str, ...] | None = None
     concurrency: int = 4
     trust_callables: bool = False
+    # Run template and callable code unboxed where bubblewrap cannot box it (see runner.sandbox).
+    unsafe_no_isolation: bool = False
     rubric_strategy: Literal["batch", "sequential"] = "batch"
     few_shot: bool = False
     run_id: str | None = None
@@ -243,6 +245,10 @@ def run_verification(
         "retry_budgets": DEFAULT_BUDGETS,
         **(extra_config or {}),
     }
+    if sandbox is None:  # refuse before anything is written when the host cannot box the code
+        from karenina_rdf.runner.sandbox import check_isolation
+
+        check_isolation("unsafe-none" if opts.unsafe_no_isolation else "kernel")
     live = _open_run(
         len({tk.question.question_id for tk in the_plan.tasks}),
         informed_by,
@@ -266,7 +272,10 @@ def run_verification(
     if sandbox is None:
         from karenina_rdf.runner.sandbox import Sandbox
 
-        owned = sandbox = Sandbox(workers=max(1, min(opts.concurrency, os.cpu_count() or 2)))
+        owned = sandbox = Sandbox(
+            workers=max(1, min(opts.concurrency, os.cpu_count() or 2)),
+            isolation="unsafe-none" if opts.unsafe_no_isolation else "kernel",
+        )
     pipeline = Pipeline(
         sandbox=sandbox,
         global_traits=tuple(global_traits) if rubric_modes else (),
@@ -547,6 +556,7 @@ def verify(
     questions: list[str] | None = None,
     concurrency: int = 4,
     trust_callables: bool = False,
+    unsafe_no_isolation: bool = False,
     few_shot: bool = False,
     run: str | None = None,
     run_name: str | None = None,
@@ -612,6 +622,7 @@ def verify(
             questions=tuple(questions) if questions else None,
             concurrency=concurrency,
             trust_callables=trust_callables,
+            unsafe_no_isolation=unsafe_no_isolation,
             few_shot=few_shot,
             rubric_strategy=strategy,
             run_id=run,

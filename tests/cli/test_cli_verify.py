@@ -547,6 +547,27 @@ def test_a_stored_run_id_needs_resume(main_run: MainRun, seed: Seed, tmp_path: P
     assert len(export(str(folder), "main")["results"]) == 3
 
 
+def test_verify_refuses_unboxed_code_unless_told(
+    store: str, seed: Seed, llm: FakeLLM, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Where bubblewrap cannot box template code, verify refuses before it stores or asks anything,
+    says why and names the flag; with the flag it runs (and logs a warning)."""
+    from karenina_rdf.runner.sandbox import _process
+
+    monkeypatch.setattr(_process, "_isolation_problem", ["bubblewrap (bwrap) is not installed"])
+    r = verify(store, seed.tiny, llm.base_url, "--run", "boxless")
+    assert r.exit_code == 2, r.output
+    assert one_line_error(r) == (
+        "error: refusing to run benchmark code without kernel isolation: bubblewrap (bwrap) is not installed; "
+        "install bubblewrap, or accept the risk with --unsafe-no-isolation"
+    )
+    assert llm.requests() == []
+    assert "boxless" not in cli("results", "runs", "--store", store).stdout
+    r = verify(store, seed.tiny, llm.base_url, "--run", "boxless", "--unsafe-no-isolation")
+    assert r.exit_code == 0, r.output
+    assert "completed run boxless" in r.stdout
+
+
 # -- recorded answers -----------------------------------------------------------------------------
 
 

@@ -1,67 +1,82 @@
-"""A pool of worker processes that run answer-template and callable-trait code (which a shared
+"""A pool of sandbox workers that run answer-template and callable-trait code (which a shared
 benchmark can make do anything) away from the runner, under limits, and report every failure as
 a ``SandboxOutcome`` instead of an exception: the run goes on.
 
-Processes. Workers are started with ``subprocess`` (``python -I -B -c <bootstrap>``): the child
-execs a fresh interpreter at once, so it inherits none of the parent's threads, locks or memory
-(why plain ``fork`` is out). ``multiprocessing``'s forkserver or spawn would also start clean,
-but their pipes speak pickle, and the parent must never unpickle what a worker, possibly taken
-over by the code it ran, sends back: here both directions are length-prefixed JSON over two
-pipes. The worker's environment is a minimal fresh one, so API keys in the runner's environment
-are not visible to template code. The bootstrap loads the runner modules from their directory
-under a private package name, without importing ``karenina_rdf`` itself (store, RDF libraries).
+Processes. A worker is a *box* (bubblewrap, ``_process.box_command``) holding a *supervisor*
+(``runner.worker._supervisor``) that runs no code it was sent: it warms up once (the template
+runtime, pydantic) and forks one *template process* per template or callable (by SHA-256 of its
+source), relays each request to it and checks its reply. The box is started with ``subprocess``
+(``python -I -B -c <bootstrap>``), so it inherits none of the parent's threads, locks or memory;
+both directions are length-prefixed JSON over two pipes (the parent must never unpickle what a
+worker sends). The bootstrap loads only ``runner/worker/`` under a private package name.
 
-Speed. Workers are reused; each caches exec'd templates and unpickled callables by source hash
-(see ``runner.worker._main``), so a template is executed once per worker. A call costs 0.2-0.3 ms
-on top of the template's own ~0.02 ms (measured on a shared 2-core VM: 3,000-4,500
-verify_template calls/s from one thread, 3,200-5,800/s from several threads over two workers);
-most of it is two process wake-ups and the JSON.
+A ``Sandbox`` is one run's (``run_verification`` makes one per run, and a run is one benchmark's),
+so code of one benchmark never shares a box with another benchmark's, and a template never
+shares a process with another template: one template cannot forge another's verdict.
+
+Speed. Boxes are reused, and so are template processes (an LRU of ``CHILDREN`` per box; one
+that keeps more than ``KEEP_GROWTH_MB`` of memory after a call is not kept); a template is
+executed once per template process. Forking one from the warm supervisor costs a
+few milliseconds; a relayed call costs a little more than the direct one it replaced (see
+docs/performance.md, "Verification").
 
 Isolation layers, outermost first, and what each does not cover (``Sandbox.layers`` says which
 are active):
 
-* process boundary and wall clock: the parent waits at most ``wall_seconds`` per call, then
-  kills the worker's process group and starts another (kind ``timeout``). This is the layer
-  that always holds;
-* user and network namespaces (``unshare -rn``, used when the host allows it): the worker has
-  no network interface but a down loopback, so even code that slips past the audit hook cannot
-  connect anywhere, 127.0.0.1 included; and it holds no capabilities in the host's namespaces
-  even when the runner is root. Files are still the host's files;
-* resource limits. RLIMIT_CPU, set by the parent before each call: kernel-enforced in whole
-  seconds, so a call gets between ``cpu_seconds`` and a second more, then SIGXCPU ends the
-  worker (kind ``cpu``); only the soft limit is moved, since raising a hard limit needs a
-  privilege even a container's root often lacks, so code that ignores SIGXCPU meets the wall
-  clock instead. RLIMIT_AS = ``memory_mb`` (never less than the idle worker's own footprint
-  plus 64 MB): a MemoryError, or death, gives kind ``memory``. RLIMIT_FSIZE = ``memory_mb`` per
-  written file. RLIMIT_NPROC = 1 when ``max_processes`` is 0, enforced by the kernel for every
-  uid but 0 (a root runner relies on the audit hook alone there);
-* a private temporary directory per worker (its cwd, HOME and TMPDIR), removed with the worker;
-* the audit hook (``runner.worker._main``): reads only under the temporary directory and the Python
-  installation, writes only under the temporary directory, no sockets, no new processes beyond
-  ``max_processes``, no ctypes, no compiled modules from outside the installation, no signals
-  to other processes (kind ``forbidden``). It is a Python-level guard, not a security boundary:
-  extension code is not audited, metadata calls (``os.stat``) are not audited, a child process
-  allowed by ``max_processes`` runs outside it, and code that reaches the hook's Python objects
-  or corrupts the interpreter can get past it. The layers above are what contain such code.
-  Templates sharing a worker share its Python state, the worker's own code included: one
-  template can change what later templates in that worker see, and forge their verdicts.
-  Isolation is between the code and the runner process, not between templates.
+* kernel isolation (``isolation="kernel"``, the default; without it, and without
+  ``isolation="unsafe-none"`` — ``--unsafe-no-isolation`` — the ``Sandbox`` refuses to start,
+  saying why): the box has its own user, PID, mount, IPC, UTS, cgroup and network namespaces (no
+  interface but a down loopback), no capabilities, no new privileges, no further user
+  namespaces, a session of its own, and dies with the parent (``--die-with-parent``; the
+  supervisor is the box's PID 1, and when it dies every process in the box dies). It sees /usr
+  and the Python installation read-only, the worker package read-only, fresh /proc and /dev
+  (read-only), and one tmpfs (/tmp, at most ``memory_mb``) as the only writable place (the
+  box's own root is read-only): no /etc (so no /etc/shadow), /home, /root, store folder,
+  ``.env`` or working directory, and a cleared environment;
+* the wall clock: the supervisor ends a template process that overruns ``wall_seconds``
+  (kind ``timeout``); the parent gives the supervisor a few seconds more, then kills the box;
+* a seccomp filter on each template process (``runner.worker._seccomp``): no new processes when
+  ``max_processes`` is 0 (``RLIMIT_NPROC`` cannot when the runner is root: the kernel exempts
+  uid 0, even in a user namespace), no ptrace or process_vm_*, no signals but to itself, no
+  sockets, no namespace or mount calls, no io_uring, bpf, keyctl;
+* "not dumpable" (set by the supervisor, inherited by template processes): with no
+  capabilities, no process of the box can open another's ``/proc/<pid>/mem``, ``environ`` or
+  ``fd/``;
+* resource limits on each template process: RLIMIT_CPU, armed by the supervisor before each call
+  from the CPU time it reads in ``/proc`` (kernel-enforced in whole seconds, so a call gets
+  between ``cpu_seconds`` and a second more, then SIGXCPU ends it: kind ``cpu``; code that
+  ignores SIGXCPU meets the wall clock). RLIMIT_AS = ``memory_mb`` (never less than the idle
+  process's footprint plus 64 MB): a MemoryError, or death, gives kind ``memory``.
+  RLIMIT_FSIZE = ``memory_mb`` per written file, RLIMIT_NOFILE 128, no core dumps;
+* a private directory per template process (its cwd, HOME and TMPDIR) in the box's tmpfs;
+  template processes of one box can reach each other's directories (same benchmark);
+* the audit hook (``runner.worker._main``): reads only under the template process's directory
+  and the Python installation, writes only under its directory, no sockets, no new processes
+  beyond ``max_processes``, no ctypes, no compiled modules from outside the installation, no
+  signals to other processes (kind ``forbidden``). It is a Python-level guard, defence in depth:
+  code can reach the hook's objects and switch it off; the layers above are what contain such
+  code (tests/runner/sandbox/test_attacks.py runs each attack with the hook on and off).
 
-The parent believes nothing a worker reports about itself: it measures the worker's CPU time in
-``/proc``, and a worker that sends anything but a well-formed reply to the request in flight is
-killed at once (kind ``crashed``, with what it sent wrong).
+With ``isolation="unsafe-none"`` the worker is a plain process (in fresh user and network
+namespaces when ``unshare -rn`` works) with the supervisor, the template processes, the seccomp
+filter, the limits and the hook, but it sees and can write what the runner's user can, once the
+hook is off. A warning is logged.
 
-A worker that dies (segfault, ``os._exit``, a limit) is replaced; the call reports ``crashed``
-(or ``cpu``/``memory`` when that is what ended it) and the pool keeps working. A worker that
-leaves threads or child processes behind, or replaced its SIGXCPU handler, is replaced after
-its call, and its process group killed: that ends such children unless they started a session of
-their own.
+The parent believes nothing a worker reports about itself beyond the reply to the request in
+flight, and a worker that sends anything else is killed at once (kind ``crashed``, with what it
+sent wrong); the supervisor does the same to a template process.
+
+A template process that dies (segfault, ``os._exit``, a limit) is reaped and the call reports
+``crashed`` (or ``cpu``/``memory``); one that leaves threads or child processes behind, or
+replaced its SIGXCPU handler, is ended after its call with its process group. A box that dies
+is replaced.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import threading
 import time
@@ -72,10 +87,38 @@ from typing import Any, get_args
 from pydantic import BaseModel, ConfigDict, Field
 
 from karenina_rdf._errors import InvalidValueError, VerificationError
+from karenina_rdf.runner.worker import seccomp_unavailable
 
-from ._process import START_TIMEOUT, Kind, WorkerGone, WorkerProcess, namespace_prefix
+from ._process import (
+    START_TIMEOUT,
+    UNSAFE_FLAG,
+    Isolation,
+    Kind,
+    WorkerGone,
+    WorkerProcess,
+    isolation_unavailable,
+    namespace_prefix,
+)
 
-__all__ = ["Limits", "Sandbox", "SandboxOutcome", "namespace_prefix"]
+__all__ = ["IsolationUnavailableError", "Limits", "Sandbox", "SandboxOutcome", "check_isolation", "namespace_prefix"]
+
+log = logging.getLogger(__name__)
+
+
+class IsolationUnavailableError(VerificationError):
+    """This host cannot box untrusted code, and the caller did not accept running it unboxed."""
+
+
+def check_isolation(isolation: Isolation) -> None:
+    """Raise ``IsolationUnavailableError`` (one line: why, and the flag) when ``isolation`` is
+    "kernel" and this host cannot box code. A run checks before it writes anything."""
+    if isolation == "kernel":
+        problem = isolation_unavailable()
+        if problem is not None:
+            raise IsolationUnavailableError(
+                f"refusing to run benchmark code without kernel isolation: {problem}; "
+                f"install bubblewrap, or accept the risk with {UNSAFE_FLAG}"
+            )
 
 
 class Limits(BaseModel):
@@ -107,9 +150,18 @@ class Sandbox:
     """A thread-safe pool of sandbox workers. Every method returns a ``SandboxOutcome``; none raises
     because of what the code it runs does. Calling a closed sandbox raises ``VerificationError``."""
 
-    def __init__(self, workers: int = 2, limits: Limits | None = None) -> None:
+    def __init__(self, workers: int = 2, limits: Limits | None = None, isolation: Isolation = "kernel") -> None:
         if workers < 1:
             raise InvalidValueError(f"a sandbox needs at least one worker, not {workers}")
+        if isolation not in ("kernel", "unsafe-none"):
+            raise InvalidValueError(f"isolation is 'kernel' or 'unsafe-none', not {isolation!r}")
+        check_isolation(isolation)
+        if isolation == "unsafe-none":
+            log.warning(
+                "running benchmark code WITHOUT kernel isolation (%s): its code can read and write what this user can",
+                UNSAFE_FLAG,
+            )
+        self.isolation: Isolation = isolation
         self.limits = limits if limits is not None else Limits.model_validate({})
         self._size = workers
         self._cond = threading.Condition()
@@ -117,7 +169,7 @@ class Sandbox:
         started: list[WorkerProcess] = []
         try:
             for _ in range(workers):  # all boot in parallel; calls wait for their own worker's hello
-                started.append(WorkerProcess(self.limits))
+                started.append(WorkerProcess(self.limits, self.isolation))
         except BaseException:
             for worker in started:
                 worker.close(graceful=False)
@@ -130,16 +182,26 @@ class Sandbox:
     @property
     def layers(self) -> dict[str, bool]:
         """Which isolation layers are active on this host (see the module docstring)."""
+        boxed = self.isolation == "kernel"
+        # A template process that cannot put its filter on runs nothing: it ends, and its calls
+        # say crashed. So the filter is active wherever it can be.
+        seccomp = seccomp_unavailable() is None
         return {
             "audit_hook": True,
             "wall_clock": True,
             "private_tmpdir": True,
             "clean_environment": True,
-            "rlimit_cpu": WorkerProcess.cpu_limit_works,
+            "process_per_template": True,
+            "rlimit_cpu": True,
             "rlimit_as": True,
             "rlimit_fsize": True,
             "rlimit_nproc": os.geteuid() != 0 and self.limits.max_processes == 0,
-            "user_and_network_namespace": bool(namespace_prefix()),
+            "seccomp": seccomp,
+            "user_and_network_namespace": boxed or bool(namespace_prefix()),
+            "pid_mount_ipc_namespaces": boxed,
+            "read_only_filesystem_view": boxed,
+            "capabilities_dropped": boxed,
+            "tmpfs_size_limit": boxed,
         }
 
     def validate_template(self, code: str) -> SandboxOutcome:
@@ -197,7 +259,7 @@ class Sandbox:
         if slot is not None:
             return slot
         try:
-            worker = WorkerProcess(self.limits)
+            worker = WorkerProcess(self.limits, self.isolation)
         except BaseException:
             self._put_back(None)
             raise
@@ -217,7 +279,7 @@ class Sandbox:
             # Started now, it boots while the caller carries on; if it cannot start, the next
             # call tries again.
             with contextlib.suppress(OSError):
-                replacement = WorkerProcess(self.limits)
+                replacement = WorkerProcess(self.limits, self.isolation)
         if replacement is not None:
             with self._cond:
                 self._live.add(replacement)

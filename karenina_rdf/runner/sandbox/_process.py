@@ -1,19 +1,20 @@
-"""The parent's handle on one sandbox worker process: starting it (in fresh user and network
-namespaces when the host allows), talking to it over its two pipes with deadlines, arming its CPU
-limit before each call, and telling why it died. ``_pool`` pools these; ``worker._main``
-is the code on the other end.
+"""The parent's handle on one sandbox worker: starting it in a box of its own (bubblewrap: fresh
+user, PID, mount, IPC, UTS, cgroup and network namespaces, see ``box_command``) or, when the
+user asked for no isolation, as today's plain process (in fresh user and network namespaces when
+the host allows); talking to it over its two pipes with deadlines, and telling why it died.
+``_pool`` pools these; ``worker._supervisor`` is the code on the other end, and it forks a
+process per template inside the box.
 
-Nothing a worker says about itself is trusted beyond the reply it was asked for: its CPU time is
-read from ``/proc`` here, and a reply that breaks the protocol ends the worker at once.
+Nothing a worker says about itself is trusted beyond the reply it was asked for: a reply that
+breaks the protocol ends the worker (the whole box) at once.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import math
 import os
-import resource
+import platform
 import select
 import shutil
 import signal
@@ -31,18 +32,25 @@ if TYPE_CHECKING:
     from ._pool import Limits
 
 Kind = Literal["exception", "timeout", "cpu", "memory", "forbidden", "crashed"]
+Isolation = Literal["kernel", "unsafe-none"]
+UNSAFE_FLAG = "--unsafe-no-isolation"
 
 # The worker package and nothing else goes on the worker's path: runner/worker/ holds only what
 # runs inside the sandbox.
 WORKER_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "worker")
 MAX_REPLY_BYTES = 64 * 1024 * 1024
 START_TIMEOUT = 60.0
+# The supervisor inside the box enforces the wall clock on the template process; the parent waits
+# this much longer before it gives up on the supervisor itself and kills the whole box.
+BACKSTOP_SECONDS = 5.0
+BOX_WORKER_DIR = "/run/karenina/worker"
+BOX_TMPDIR = "/tmp"
 _BOOTSTRAP = (
     "import sys, types, importlib\n"
     "package = types.ModuleType('_karenina_sandbox')\n"
     "package.__path__ = [sys.argv[1]]\n"
     "sys.modules['_karenina_sandbox'] = package\n"
-    "importlib.import_module('_karenina_sandbox._main').main(sys.argv[2])\n"
+    "importlib.import_module('_karenina_sandbox._supervisor').main(sys.argv[2])\n"
 )
 
 
@@ -72,6 +80,107 @@ def _python_roots() -> list[str]:
     return sorted(os.path.realpath(r) for r in roots)
 
 
+def _outermost(paths: list[str]) -> list[str]:
+    kept: list[str] = []
+    for path in sorted(set(paths)):
+        if not any(path == k or path.startswith(k.rstrip("/") + "/") for k in kept):
+            kept.append(path)
+    return kept
+
+
+def box_command(tmpfs_bytes: int) -> list[str]:
+    """The bubblewrap command line that starts a worker in a box: every namespace new (user,
+    PID, mount, IPC, UTS, cgroup, network: no interface but a down loopback), no capabilities,
+    no new privileges, no further user namespaces, a session of its own, killed with the
+    parent; in sight only /usr (and the /bin, /lib, /lib64, /sbin links or folders), the Python
+    installation read-only, the worker package read-only at a fixed path, fresh /proc and /dev
+    (read-only, so no /dev/shm), and one size-limited tmpfs, /tmp, the only writable place. No /etc, /home, /root, store
+    folder or working directory; the environment is cleared."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise OSError("bubblewrap (bwrap) is not installed")
+    args = [
+        bwrap,
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        # No bubblewrap init as PID 1: it stays dumpable, so template code could open its
+        # /proc/1/mem and fd/ (its stderr is a file on the host). The supervisor is PID 1, not
+        # dumpable, spared by the kernel from signals sent inside the namespace, and reaps.
+        "--as-pid-1",
+        "--cap-drop",
+        "ALL",
+        "--clearenv",
+        "--setenv",
+        "PATH",
+        "/usr/bin:/bin",
+        "--setenv",
+        "HOME",
+        BOX_TMPDIR,
+        "--setenv",
+        "TMPDIR",
+        BOX_TMPDIR,
+        "--setenv",
+        "LANG",
+        "C.UTF-8",
+        "--ro-bind",
+        "/usr",
+        "/usr",
+    ]
+    for top in ("/bin", "/lib", "/lib64", "/lib32", "/libx32", "/sbin"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    for root in _outermost([r for r in _python_roots() if os.path.isdir(r)]):
+        if root != "/usr" and not root.startswith("/usr/"):
+            args += ["--ro-bind", root, root]
+    executable_dir = os.path.dirname(os.path.realpath(sys.executable))
+    if not any(executable_dir == r or executable_dir.startswith(r + "/") for r in ["/usr", *_python_roots()]):
+        args += ["--ro-bind", executable_dir, executable_dir]
+    args += ["--ro-bind", WORKER_DIR, BOX_WORKER_DIR, "--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
+    args += ["--size", str(tmpfs_bytes), "--perms", "0700", "--tmpfs", BOX_TMPDIR, "--chdir", BOX_TMPDIR]
+    # bubblewrap's own root and /dev are tmpfs without a size limit: left writable, they were a
+    # way around the /tmp limit into the host's memory (/f0, /dev/shm/f0). Read-only, both.
+    args += ["--remount-ro", "/"]
+    return args
+
+
+_isolation_problem: list[str | None] = []
+
+
+def isolation_unavailable() -> str | None:
+    """Why this host cannot box template code (probed once), or None when it can."""
+    with _probe_lock:
+        if not _isolation_problem:
+            _isolation_problem.append(_probe_isolation())
+        return _isolation_problem[0]
+
+
+def _probe_isolation() -> str | None:
+    if not sys.platform.startswith("linux") or platform.machine() != "x86_64":
+        return f"the seccomp filter is written for Linux on x86-64, not {sys.platform} on {platform.machine()}"
+    try:
+        command = box_command(1 << 20)
+    except OSError as exc:
+        return str(exc)
+    try:
+        probe = subprocess.run(
+            [*command, sys.executable, "-I", "-S", "-c", "import os; os.listdir('/tmp')"],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError) as exc:
+        return f"bubblewrap could not be run: {exc}"
+    if probe.returncode != 0:
+        said = probe.stderr.decode("utf-8", "replace").strip().splitlines()
+        return f"bubblewrap cannot create the namespaces here ({said[-1] if said else f'status {probe.returncode}'})"
+    return None
+
+
 class WorkerGone(Exception):
     pass
 
@@ -82,16 +191,16 @@ class ProtocolViolation(WorkerGone):
 
 
 class WorkerProcess:
-    """One worker process as the parent sees it. Used by one thread at a time."""
+    """One worker (a box, or with ``isolation="unsafe-none"`` a plain process) as the parent sees
+    it. Used by one thread at a time."""
 
-    cpu_limit_works = True  # False once the host refused to set a worker's RLIMIT_CPU
-
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, isolation: Isolation = "kernel") -> None:
         self.limits = limits
-        self.armed: int | None = None  # the soft RLIMIT_CPU last set
-        self.hard_cpu: int | None = None
+        self.isolation = isolation
         self.ready = False
         self.killed = False
+        self.seccomp = False  # whether the supervisor put its template processes under the filter
+        # Host side: the worker's stderr (and, unboxed, its working directory). Never in the box.
         self.tmpdir = tempfile.mkdtemp(prefix="karenina-sandbox-")
         opened: list[int] = []
         try:
@@ -103,19 +212,29 @@ class WorkerProcess:
             shutil.rmtree(self.tmpdir, ignore_errors=True)
             raise
         req_r, self.req_w, self.resp_r, resp_w = opened
+        boxed = isolation == "kernel"
         config = {
             "req_fd": req_r,
             "resp_fd": resp_w,
-            "tmpdir": self.tmpdir,
+            "tmpdir": BOX_TMPDIR if boxed else self.tmpdir,
             "memory_mb": limits.memory_mb,
             "max_processes": limits.max_processes,
+            "cpu_seconds": limits.cpu_seconds,
+            "wall_seconds": limits.wall_seconds,
             "python_roots": _python_roots(),
+            "boxed": boxed,
+            "seccomp": True,
         }
         env = {"PATH": os.defpath, "HOME": self.tmpdir, "TMPDIR": self.tmpdir, "LANG": "C.UTF-8"}
         try:
+            if boxed:
+                prefix = box_command(limits.memory_mb * 1024 * 1024)
+                worker_dir = BOX_WORKER_DIR
+            else:
+                prefix, worker_dir = namespace_prefix(), WORKER_DIR
             with open(os.path.join(self.tmpdir, ".worker-stderr"), "wb") as stderr:
                 self.proc = subprocess.Popen(
-                    [*namespace_prefix(), sys.executable, "-I", "-B", "-c", _BOOTSTRAP, WORKER_DIR, json.dumps(config)],
+                    [*prefix, sys.executable, "-I", "-B", "-c", _BOOTSTRAP, worker_dir, json.dumps(config)],
                     stdin=subprocess.DEVNULL,
                     stdout=subprocess.DEVNULL,
                     stderr=stderr,
@@ -144,41 +263,19 @@ class WorkerProcess:
             hello = self._read(time.monotonic() + START_TIMEOUT)
             if hello.get("ready") is not True:
                 raise ProtocolViolation("the worker sent something other than its hello")
+            self.seccomp = hello.get("seccomp") is True  # said before any untrusted code ran
             self.ready = True
 
     def call(self, body: bytes, deadline: float) -> dict[str, Any]:
-        """Send one JSON request and wait for its reply; raises TimeoutError or WorkerGone."""
-        self._arm_cpu_limit()
+        """Send one JSON request and wait for its reply; raises TimeoutError or WorkerGone.
+        ``deadline`` is the call's wall clock: the supervisor enforces it on the template process,
+        and the parent gives the supervisor ``BACKSTOP_SECONDS`` more before it kills the box."""
         request_id = os.urandom(ID_SIZE // 2).hex()
         self._write(HEADER.pack(ID_SIZE + len(body)) + request_id.encode("ascii") + body, deadline)
-        reply = self._read(deadline)
+        reply = self._read(deadline + BACKSTOP_SECONDS)
         if reply.get("id") != request_id:
             raise ProtocolViolation("the worker sent a reply to a different request (protocol tampering)")
         return reply
-
-    def _arm_cpu_limit(self) -> None:
-        # Only the soft limit moves: raising a hard limit needs CAP_SYS_RESOURCE, which even a
-        # container's root often lacks. Code that ignores SIGXCPU is left to the wall clock.
-        if not WorkerProcess.cpu_limit_works:
-            return
-        used = self._cpu_from_proc()
-        try:
-            if self.hard_cpu is None:
-                self.hard_cpu = resource.prlimit(self.proc.pid, resource.RLIMIT_CPU)[1]
-            # Usage that cannot be measured lifts the soft limit rather than guess at it: the
-            # wall clock still holds.
-            soft = self.hard_cpu if used is None else math.ceil(used + self.limits.cpu_seconds)
-            if self.hard_cpu != resource.RLIM_INFINITY:
-                soft = min(soft, self.hard_cpu)
-            if soft == self.armed:
-                return
-            resource.prlimit(self.proc.pid, resource.RLIMIT_CPU, (soft, self.hard_cpu))
-        except ProcessLookupError as exc:
-            raise WorkerGone("the worker exited") from exc
-        except PermissionError:
-            WorkerProcess.cpu_limit_works = False  # this host does not let us: the wall clock still holds
-            return
-        self.armed = None if soft == resource.RLIM_INFINITY else soft
 
     def _write(self, data: bytes, deadline: float) -> None:
         view = memoryview(data)
@@ -227,34 +324,16 @@ class WorkerProcess:
                 return
 
     def death_reason(self, gone: WorkerGone) -> tuple[Kind, str]:
-        """Why the worker went away (reaps it): an outcome kind and a message."""
+        """Why the worker (the supervisor, or the box around it) went away (reaps it)."""
         if isinstance(gone, ProtocolViolation) and not self._exited(0):
-            # Its code is still running and speaking for it: waiting would only let it run on,
-            # and its exit status (our SIGKILL) would hide the real cause.
             self._reap()
             return "crashed", str(gone)
-        # A worker that closed its reply pipe is usually exiting; give it time to finish dying
-        # so that its exit status says why.
         self._exited(5)
-        cpu = self._cpu_from_proc()  # readable until the worker is reaped
         code = self._reap()
-        soft = self.armed
-        if code == -signal.SIGXCPU or (
-            code == -signal.SIGKILL and soft is not None and cpu is not None and cpu >= soft
-        ):
-            return "cpu", f"CPU time limit exceeded ({self.limits.cpu_seconds:g} s)"
         if code < 0:
             name = signal.Signals(-code).name
             return "crashed", f"the sandbox worker died from signal {name}{self._stderr_tail()}"
         return "crashed", f"the sandbox worker exited with status {code}{self._stderr_tail()}"
-
-    def _cpu_from_proc(self) -> float | None:
-        try:
-            with open(f"/proc/{self.proc.pid}/stat") as stat:
-                fields = stat.read().rsplit(")", 1)[1].split()
-            return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-        except (OSError, IndexError, ValueError):
-            return None
 
     def _stderr_tail(self) -> str:
         try:

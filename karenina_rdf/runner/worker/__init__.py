@@ -4,5 +4,6 @@
 of its own: these modules import nothing else of karenina_rdf."""
 
 from ._main import HEADER, ID_SIZE
+from ._seccomp import unavailable as seccomp_unavailable
 
-__all__ = ["HEADER", "ID_SIZE"]
+__all__ = ["HEADER", "ID_SIZE", "seccomp_unavailable"]

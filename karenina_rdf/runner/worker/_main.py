@@ -1,11 +1,10 @@
-"""The sandbox worker: a long-lived process that runs template and callable-trait code for the
-parent ``Sandbox`` (``_sandbox.py``), one request at a time.
+"""A template process: the process ``_supervisor`` forks for one template (or callable) and
+that runs its code, one request at a time, under the audit hook defined here.
 
-Start-up, in order: chdir into the private temporary directory; import the template runtime and
-warm it up (pydantic builds its lazy machinery on first use); keep only ``sys.path`` entries the
-file rules allow; set resource limits (address space, written file size, open files, no core
-dumps, no new processes when ``max_processes`` is 0); then install the audit hook and say ready.
-Everything after that, this module's own request loop included, runs under the hook.
+Set-up (``_supervisor._child`` then ``serve_guarded``), in order: its own working directory,
+resource limits (address space, written file size, open files, no core dumps, no new processes
+when ``max_processes`` is 0), the seccomp filter (``_seccomp``), then the audit hook. Everything
+after that, this module's own request loop included, runs under the hook.
 
 The audit hook (PEP 578) refuses, raising ``SandboxViolation``: reads outside the temporary
 directory, the Python installation and the runner package; writes outside the temporary
@@ -20,19 +19,17 @@ as a ``forbidden`` outcome, and a template whose loading was refused is never ca
 
 What the hook cannot see: code inside extension modules, metadata calls such as ``os.stat``,
 and anything done by a child process started under ``max_processes``; the module docstring of
-``_sandbox`` lists the OS-level layers that contain those.
+``runner.sandbox._pool`` lists the kernel layers that contain those. Code that switches the hook
+off (its objects are reachable from the code it guards) meets those layers alone.
 
-Requests and replies are length-prefixed JSON on two inherited pipes (never pickle: the parent
-must not unpickle what a worker taken over by its code sends). Each reply echoes the request's
-random id and the parent measures the worker's CPU time itself, but this module runs in the same
-interpreter as the code it serves: a template can replace its functions (``_send``, ``_handle``)
-or reach its frames, and so forge the replies to later requests, for other templates too. The
-trust boundary is between the worker and the runner process, not between the templates a worker
-serves: what such code can do to the runner is send it JSON, which the parent checks for shape
-and ends the worker on when it is not a reply to the request.
+Requests and replies are length-prefixed JSON on two pipes to the supervisor (never pickle).
+This module runs in the same interpreter as the code it serves: a template can replace its
+functions (``_send``, ``_handle``) and so forge its own replies, but this process serves that
+one template only, and the supervisor checks each reply's shape and request id and ends the
+process when it is not a reply to the request.
 
-Exec'd template classes and unpickled callables are cached by the SHA-256 of their source (LRU,
-``CACHE_SIZE`` each), so a template is executed once per worker however often it is verified.
+The exec'd template class (or unpickled callable) is cached by the SHA-256 of its source, so a
+template is executed once per template process however often it is verified.
 """
 
 from __future__ import annotations
@@ -114,7 +111,7 @@ class SandboxViolation(PermissionError):
     pass
 
 
-def _inside(path: str, roots: tuple[str, ...]) -> bool:
+def inside(path: str, roots: tuple[str, ...]) -> bool:
     return any(path == r or path.startswith(r.rstrip(os.sep) + os.sep) for r in roots)
 
 
@@ -159,6 +156,10 @@ class Guard:
             self._busy = True
             try:
                 self._check_file_event(event, args)
+            except SandboxViolation:
+                raise
+            except Exception as exc:  # e.g. realpath meeting a link it may not read (/proc/<pid>/fd/...)
+                self._refuse(f"a path the sandbox cannot resolve ({event}: {exc})")
             finally:
                 self._busy = False
         elif event in _PROCESS_EVENTS:
@@ -169,7 +170,7 @@ class Guard:
             if args[0] in self.refused_imports:
                 self._refuse(self.refused_imports[args[0]])
             # A second "import" event names the file of a compiled extension about to be loaded.
-            if len(args) > 1 and isinstance(args[1], str) and not _inside(os.path.realpath(args[1]), self.code_roots):
+            if len(args) > 1 and isinstance(args[1], str) and not inside(os.path.realpath(args[1]), self.code_roots):
                 self._refuse(f"loading compiled code from {args[1]!r}")
 
     def _refuse(self, what: str) -> NoReturn:
@@ -220,7 +221,7 @@ class Guard:
             except TypeError:
                 self._refuse(f"a path of type {type(target).__name__}")
             resolved = os.path.realpath(os.path.join(os.getcwd(), path))
-        if not _inside(resolved, self.write_roots if writing else self.read_roots):
+        if not inside(resolved, self.write_roots if writing else self.read_roots):
             self._refuse(f"{'writing' if writing else 'reading'} {resolved!r} (outside the sandbox directory)")
         return resolved
 
@@ -235,7 +236,7 @@ def _describe(event: str, args: tuple[Any, ...]) -> str:
     return event
 
 
-def _set_limits(cfg: dict[str, Any]) -> None:
+def set_limits(cfg: dict[str, Any]) -> None:
     with open("/proc/self/status") as status:
         vm_kb = next((int(line.split()[1]) for line in status if line.startswith("VmSize:")), 0)
     # Never below what the warmed-up worker already maps, or it could not even reply.
@@ -249,7 +250,7 @@ def _set_limits(cfg: dict[str, Any]) -> None:
         resource.setrlimit(resource.RLIMIT_NPROC, (1, 1))
 
 
-_WARM_UP = """
+WARM_UP = """
 class Answer(BaseAnswer):
     name: str = Field(description="a name")
     n: Optional[int] = VerifiedField(description="n", ground_truth=1, verify_with=NumericExact())
@@ -261,25 +262,18 @@ class Answer(BaseAnswer):
 """
 
 
-def main(config_json: str) -> None:
-    cfg = json.loads(config_json)
-    req_fd, resp_fd, tmpdir = cfg["req_fd"], cfg["resp_fd"], cfg["tmpdir"]
-    os.chdir(tmpdir)
-    signal.signal(signal.SIGXCPU, signal.SIG_DFL)  # the parent's CPU limit must end the process
+def serve_guarded(req_fd: int, resp_fd: int, tmpdir: str, cfg: dict[str, Any]) -> None:
+    """Serve requests in this (template) process under the audit hook, until the pipe closes or
+    the code it ran taints it."""
     # Unaudited ways to signal processes (pidfd) or to create files anywhere (fifo, device node).
     for name in ("pidfd_open", "mkfifo", "mknod"):
         if hasattr(os, name):
             delattr(os, name)
     shutil._use_fd_functions = False  # type: ignore[attr-defined]  # rmtree by path: directories cannot be opened
-    _template.verify(_template.load_template(_WARM_UP), {"name": "x", "n": 1}, "x", None)
     code_roots = [os.path.dirname(os.path.abspath(__file__)), *cfg["python_roots"]]
     read_roots = [tmpdir, "/dev/null", "/dev/urandom", *code_roots]
-    python_roots = tuple(cfg["python_roots"])
-    sys.path[:] = [p for p in sys.path if _inside(os.path.realpath(p), python_roots)]
-    _set_limits(cfg)
     guard = Guard(read_roots, [tmpdir, "/dev/null"], code_roots, {req_fd, resp_fd}, cfg["max_processes"])
     sys.addaudithook(guard.hook)
-    _send(resp_fd, {"ready": True, "pid": os.getpid()})
     _serve(req_fd, resp_fd, tmpdir, guard)
 
 
