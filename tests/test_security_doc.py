@@ -4,10 +4,12 @@ page says what the tests assert and nothing else. Regenerate the blocks with
 
 from __future__ import annotations
 
+import inspect
 import re
 from collections.abc import Callable
 
 from tests.conftest import ROOT
+from tests.runner.sandbox import test_attacks
 from tests.web import test_federation, test_hostile_requests
 
 DOC = ROOT / "docs" / "security.md"
@@ -48,9 +50,30 @@ def hostile_requests() -> str:
     )
 
 
+def sandbox_attacks() -> str:
+    rows = [
+        "| attack | with the audit hook | with the hook switched off first |",
+        "|---|---|---|",
+    ]
+    # Host paths differ between checkouts: the page shows them relative to the repository.
+    root = str(ROOT) + "/"
+    for row in test_attacks.ROWS:
+        on, off = (text.replace(root, "{REPO}/") for text in (row.hook_on, row.hook_off))
+        rows.append(f"| {row.name} | {_cell(on)} | {_cell(off)} |")
+    extra = [
+        f"`{name}`: {(inspect.getdoc(fn) or '').split(chr(10) + chr(10))[0].replace(chr(10), ' ')}"
+        for name, fn in inspect.getmembers(test_attacks, inspect.isfunction)
+        if name.startswith("test_") and name != "test_template_attack" and inspect.getdoc(fn)
+    ]
+    rows += ["", f"{len(test_attacks.ROWS)} rows, each run twice: {2 * len(test_attacks.ROWS)} attacks. Besides:", ""]
+    rows += [f"- {line}" for line in extra]
+    return "\n".join(rows)
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "federation": federation,
     "hostile-requests": hostile_requests,
+    "sandbox-attacks": sandbox_attacks,
 }
 
 

@@ -388,6 +388,9 @@ def test_template_attack(
 
 @pytest.mark.parametrize("hook", ["hook on", "hook off"])
 def test_forging_other_templates_verdicts(sandbox: Sandbox, canary: Canary, hook: str) -> None:
+    """A template replaces ``verify`` on every answer class it can reach and the worker's reply
+    function: its own result says "patched", and another template's verdicts, right and wrong,
+    stay what they are (it runs in a process of its own)."""
     before = _snapshot(canary.root)
     forger = sandbox.verify_template(_forge(hook == "hook on"), {"target": "x"}, "raw", None)
     assert forger.ok and forger.value["parsed_llm_response"]["result"] == "patched", forger
