@@ -9,12 +9,13 @@ an unexpected one is logged and answered with a 500 that shows no trace.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import secrets
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -45,6 +46,7 @@ from karenina_rdf.sparql import (
     Limits,
     Operation,
     ProtocolError,
+    QueryPool,
     Runner,
     content_type,
     dataset_clauses,
@@ -71,7 +73,11 @@ class EndpointSettings(BaseModel):
     max_body_bytes: int = 10_000_000
     allow_service: tuple[str, ...] = ()  # IRI prefixes SERVICE / LOAD may reach; "*" for any
     cors_origins: tuple[str, ...] = ()  # "*" for any
-    max_running: int = 8  # queries evaluated at once
+    max_running: int = 8  # queries evaluated at once; on disk: queries that may run past 1 s at once
+    # An on-disk store's queries run in worker processes (killed past the time or memory limit);
+    # False: on threads of the server, which cannot stop them (in-memory and remote stores always).
+    query_processes: bool = True
+    max_query_memory: int = 1024  # MiB resident per query worker process; 0: no limit
 
     if not TYPE_CHECKING:  # type checkers keep pydantic's typed constructor
 
@@ -81,6 +87,13 @@ class EndpointSettings(BaseModel):
                 super().__init__(**data)
             except ValidationError as exc:
                 raise InvalidValueError(f"endpoint settings: {validation_message(exc)}") from exc
+
+    @field_validator("max_query_memory")
+    @classmethod
+    def _memory_not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("max_query_memory is in MiB, 0 for no limit; it cannot be negative")
+        return value
 
     @field_validator("write_token")
     @classmethod
@@ -96,6 +109,11 @@ class Endpoint:
     def __init__(self, store: Store, settings: EndpointSettings) -> None:
         self.store, self.settings = store, settings
         self.site = Site(store)
+        # Queries on an on-disk store run in worker processes that read snapshots of it; an
+        # in-memory store cannot be snapshotted and a SPARQL server bounds its own queries.
+        self.pool: QueryPool | None = None
+        if settings.query_processes and store.path is not None:
+            self.pool = QueryPool(heavy_slots=settings.max_running, memory_limit=settings.max_query_memory << 20)
         self.runner = Runner(
             Limits(
                 settings.timeout,
@@ -103,8 +121,10 @@ class Endpoint:
                 settings.allow_service,
                 settings.max_running,
                 isolate=store.remote is None,
-            )
+            ),
+            self.pool,
         )
+        self.runner.default_dataset = self.dataset
         self.threads = anyio.CapacityLimiter(64)
         self._write_lock = threading.Lock()
         self._state = threading.Lock()
@@ -112,6 +132,21 @@ class Endpoint:
         self._dataset_at = 0.0
         self._generation = 0  # bumped at the start and end of every write
         self._writing = 0
+        if self.pool is not None:
+            with self._write_lock:
+                self._publish()
+            self.pool.start()
+
+    def _publish(self) -> None:
+        """Give the query workers a snapshot of the store as it is now, with its dataset (the
+        write lock held: no write between the two)."""
+        assert self.pool is not None
+        self.pool.publish(self.store.snapshot(), self.store.dataset())
+
+    def close(self) -> None:
+        """Stop the query workers and delete the snapshots."""
+        if self.pool is not None:
+            self.pool.close()
 
     # -- the dataset a query sees ------------------------------------------------------------
     def dataset(self) -> dict[str, Any]:
@@ -144,6 +179,9 @@ class Endpoint:
                     self._dataset = None
                     self._generation += 1
                     self._writing -= 1
+                if self.pool is not None:
+                    # Before the write's answer: the next query sees it (read-your-writes).
+                    self._publish()
 
     def check_graphs(self, graphs: list[str]) -> None:
         """On a server store, a request may name only the live benchmarks and the catalog: the
@@ -237,8 +275,9 @@ async def _answer(ep: Endpoint, op: Operation, accept: str | None, fmt: str | No
     def job() -> tuple[bytes, str]:
         own = dataset_clauses(op.text, PREFIXES)
         ep.check_graphs([*op.default_graphs, *op.named_graphs, *(own[0] + own[1] if own else [])])
-        # A query's own FROM / FROM NAMED are its dataset when the request names none (§2.1.4).
-        dataset: Callable[[], dict[str, Any]] = (lambda: {}) if own is not None else ep.dataset
+        # A query's own FROM / FROM NAMED are its dataset when the request names none (§2.1.4);
+        # None is the store's (the runner's default, or the one published with the snapshot).
+        dataset: Callable[[], dict[str, Any]] | None = (lambda: {}) if own is not None else None
         return ep.runner.run_query(ep.store.oxigraph, op, dataset, accept, fmt, started)
 
     data, name = await ep.timed(job)
@@ -550,13 +589,23 @@ class BodyLimit:
 def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAPI:
     """The endpoint over ``store`` as an ASGI app (``karenina-rdf serve`` runs it with uvicorn)."""
     settings = settings or EndpointSettings()
+    endpoint = Endpoint(store, settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            endpoint.close()  # the query workers and the snapshots
+
     app = FastAPI(
         title="karenina-rdf",
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        lifespan=lifespan,
     )
-    app.state.endpoint = Endpoint(store, settings)
+    app.state.endpoint = endpoint
     app.state.pages = Pages(app.state.endpoint)
     routes: list[tuple[str, Callable[[Request], Awaitable[Response]], list[str]]] = [
         ("/sparql", sparql, ["GET", "HEAD", "POST"]),
@@ -597,7 +646,10 @@ def serve(store: Store, settings: EndpointSettings, *, host: str = "127.0.0.1", 
         # 9-29 % slower (docs/performance.md, "Endpoint under load"); Oxigraph's server compacts
         # when it opens a store, so does this one, on the side while it already answers.
         threading.Thread(target=_compact, args=(store,), name="compact", daemon=True).start()
-    uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+    finally:
+        app.state.endpoint.close()
 
 
 def _compact(store: Store) -> None:
