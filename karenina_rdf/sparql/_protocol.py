@@ -262,6 +262,10 @@ class Limits:
 class Runner:
     """Runs operations on a pyoxigraph store (or a RemoteStore) within :class:`Limits`.
 
+    With a :class:`~karenina_rdf.sparql._pool.QueryPool` (a store on disk), a query that does not
+    federate runs in one of its worker processes, which is killed at the time or memory limit.
+    Without one, on threads, as follows.
+
     ``run_query`` is blocking and meant for a worker thread: pyoxigraph releases the GIL while it
     evaluates, so queries on other threads (and the event loop) go on meanwhile. A query is
     evaluated lazily while it is serialized, and the serializer checks the deadline at every

@@ -2,9 +2,11 @@
 VoID at ``/.well-known/void``, every minted IRI dereferenceable, and the HTML pages.
 
 Read-only unless started with a write token; every write (SPARQL Update, import, delete) checks
-it. Queries run on worker threads (pyoxigraph releases the GIL while it evaluates) under the
-limits of :class:`EndpointSettings`. Errors are plain-text messages with the protocol's status;
-an unexpected one is logged and answered with a 500 that shows no trace.
+it. Queries run under the limits of :class:`EndpointSettings`: on a store on disk in worker
+processes that read snapshots of it (``sparql._pool``; a write publishes a new snapshot before it
+answers), elsewhere on worker threads (pyoxigraph releases the GIL while it evaluates). Errors
+are plain-text messages with the protocol's status; an unexpected one is logged and answered
+with a 500 that shows no trace.
 """
 
 from __future__ import annotations
