@@ -85,6 +85,9 @@ class _Process:
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.requests, self.replies = self.proc.stdin.fileno(), self.proc.stdout.fileno()
         os.set_blocking(self.replies, False)
+        # poll, not select: a busy server's descriptors pass select's limit of 1024.
+        self.poller = select.poll()
+        self.poller.register(self.replies, select.POLLIN | select.POLLHUP | select.POLLERR)
         self.statm = os.open(f"/proc/{self.proc.pid}/statm", os.O_RDONLY)
         self.snapshot: _Snapshot | None = None
         self.buffer = bytearray()
@@ -109,8 +112,7 @@ class _Process:
     def receive(self, wait: float) -> tuple[dict[str, Any], bytes] | None:
         """A whole reply if one came within ``wait`` seconds (None if not yet); ``EOFError``
         if the worker is gone."""
-        ready = select.select([self.replies], [], [], max(0.0, wait))[0]
-        if ready:
+        if self.poller.poll(max(0, int(wait * 1000 + 0.999))):
             while True:
                 try:
                     chunk = os.read(self.replies, 1 << 20)
