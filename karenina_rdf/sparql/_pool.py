@@ -29,6 +29,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -165,6 +166,9 @@ class QueryPool:
         self._current: _Snapshot | None = None
         self._snapshots: dict[str, _Snapshot] = {}
         self._refreshing = False
+        # An app dropped without its shutdown (a test's TestClient without ``with``) still ends
+        # its idle workers and deletes its snapshots.
+        weakref.finalize(self, _abandon, self._idle, self._snapshots)
 
     # -- snapshots ---------------------------------------------------------------------------
     def publish(self, path: str | Path, dataset: Mapping[str, Any]) -> None:
@@ -429,6 +433,13 @@ class QueryPool:
                 "snapshots": {s.path: s.holders for s in self._snapshots.values()},
                 "current": self._current.path if self._current else None,
             }
+
+
+def _abandon(idle: list[_Process], snapshots: dict[str, _Snapshot]) -> None:
+    for worker in list(idle):
+        worker.kill()
+    for snap in list(snapshots.values()):
+        shutil.rmtree(snap.path, ignore_errors=True)
 
 
 def _timed_out(timeout: float) -> str:
