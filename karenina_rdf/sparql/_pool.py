@@ -82,6 +82,8 @@ class _Process:
             stdout=subprocess.PIPE,
             close_fds=True,
             cwd="/",
+            # An engine panic prints its message to the server's log, not 50 lines of backtrace.
+            env={**os.environ, "RUST_BACKTRACE": "0"},
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.requests, self.replies = self.proc.stdin.fileno(), self.proc.stdout.fileno()
@@ -354,12 +356,16 @@ class QueryPool:
             worker.send(request)
             header, body = self._watch(worker, deadline, timeout)
             alive = True
-        except EOFError:
-            log.warning("a query worker (pid %d) ended during a query", worker.pid)
-            raise QueryFailed(503, "the query's worker process ended before it answered") from None
-        except OSError as exc:
-            log.warning("lost a query worker (pid %d): %s", worker.pid, exc)
-            raise QueryFailed(503, "the query's worker process ended before it answered") from None
+        except (EOFError, OSError) as exc:
+            # The engine aborted (pyoxigraph 0.5 panics on some sorts: the whole server died of
+            # it before queries ran in workers), or the address-space backstop was hit.
+            worker.kill()
+            code = worker.proc.returncode
+            how = f"signal {_signal_name(-code)}" if code is not None and code < 0 else f"exit code {code}"
+            log.warning("a query worker (pid %d) ended during a query (%s): %s", worker.pid, how, exc or "")
+            raise QueryFailed(
+                502, f"the query failed: its worker process ended ({how}) before it answered; the server goes on"
+            ) from None
         finally:
             self._checkin(worker, snap, alive=alive)
         if header.get("log"):
@@ -433,6 +439,13 @@ class QueryPool:
                 "snapshots": {s.path: s.holders for s in self._snapshots.values()},
                 "current": self._current.path if self._current else None,
             }
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
 
 
 def _abandon(idle: list[_Process], snapshots: dict[str, _Snapshot]) -> None:

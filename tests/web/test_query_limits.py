@@ -89,21 +89,26 @@ def _get(server: Server, query: str, timeout: float = 60) -> httpx.Response:
     return httpx.get(f"{server.url}/sparql", params={"query": query}, timeout=timeout)
 
 
-# name, query, serve options, limit in seconds the answer must come within, message
+# The issue's own sort: on this store pyoxigraph 0.5 panics in it ("comparison function does not
+# correctly implement a total order") and aborts the process; before workers, the server's.
+ISSUE_SORT = "SELECT * { ?a ?b ?c . ?d ?e ?f } ORDER BY ?c ?f"
+# name, query, serve options, limit in seconds the answer must come within, status, message
 HEAVY = [
-    ("sort past the memory limit", SORT, ("--timeout", "20", "--max-query-memory", "256"), 20,
+    ("sort past the memory limit", SORT, ("--timeout", "20", "--max-query-memory", "256"), 20, 503,
      "the query used more memory than the endpoint's limit of 256 MiB (serve --max-query-memory)"),
-    ("aggregate past the time limit", AGGREGATE, ("--timeout", "2"), 2,
+    ("aggregate past the time limit", AGGREGATE, ("--timeout", "2"), 2, 503,
      "the query ran longer than the endpoint's time limit of 2 s"),
-    ("grouped aggregate past the time limit", GROUP, ("--timeout", "3", "--max-query-memory", "512"), 3,
+    ("grouped aggregate past the time limit", GROUP, ("--timeout", "3", "--max-query-memory", "512"), 3, 503,
      None),  # the time or the memory limit, whichever first
+    ("the issue's sort, which aborts the engine", ISSUE_SORT, ("--timeout", "10"), 10, 502,
+     "the query failed: its worker process ended (signal SIGABRT) before it answered; the server goes on"),
 ]  # fmt: skip
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("name", "query", "options", "within", "message"), HEAVY, ids=[h[0] for h in HEAVY])
+@pytest.mark.parametrize(("name", "query", "options", "within", "status", "message"), HEAVY, ids=[h[0] for h in HEAVY])
 def test_a_heavy_query_is_stopped_and_the_server_goes_on(
-    name: str, query: str, options: tuple[str, ...], within: float, message: str | None, tmp_path: Path
+    name: str, query: str, options: tuple[str, ...], within: float, status: int, message: str | None, tmp_path: Path
 ) -> None:
     server = _served(tmp_path, *options)
     try:
@@ -128,7 +133,7 @@ def test_a_heavy_query_is_stopped_and_the_server_goes_on(
                 worker.append(pid)
             thread.join(0.05)
         r = outcome["response"]
-        assert r.status_code == 503, r.text
+        assert r.status_code == status, r.text
         if message is not None:
             assert r.text == message + "\n"
         else:
