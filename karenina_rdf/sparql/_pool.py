@@ -118,7 +118,7 @@ class _Process:
         if self.poller.poll(max(0, int(wait * 1000 + 0.999))):
             while True:
                 try:
-                    chunk = os.read(self.replies, 1 << 20)
+                    chunk = os.read(self.replies, 1 << 16)  # a pipe holds 64 KiB: no bigger buffer
                 except BlockingIOError:
                     break
                 if not chunk:
