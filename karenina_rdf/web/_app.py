@@ -145,6 +145,12 @@ class Endpoint:
         assert self.pool is not None
         self.pool.publish(self.store.snapshot(), self.store.dataset())
 
+    def republish(self) -> None:
+        """A new snapshot of the store for the query workers (after a compaction: same data)."""
+        if self.pool is not None:
+            with self._write_lock:
+                self._publish()
+
     def close(self) -> None:
         """Stop the query workers and delete the snapshots."""
         if self.pool is not None:
@@ -647,14 +653,15 @@ def serve(store: Store, settings: EndpointSettings, *, host: str = "127.0.0.1", 
         # The importer's bulk loads leave the RocksDB files uncompacted, and scans on them run
         # 9-29 % slower (docs/performance.md, "Endpoint under load"); Oxigraph's server compacts
         # when it opens a store, so does this one, on the side while it already answers.
-        threading.Thread(target=_compact, args=(store,), name="compact", daemon=True).start()
+        threading.Thread(target=_compact, args=(app.state.endpoint,), name="compact", daemon=True).start()
     try:
         uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
     finally:
         app.state.endpoint.close()
 
 
-def _compact(store: Store) -> None:
+def _compact(endpoint: Endpoint) -> None:
+    store = endpoint.store
     started = time.monotonic()
     try:
         store.oxigraph.optimize()
@@ -662,3 +669,6 @@ def _compact(store: Store) -> None:
         log.warning("compacting the store failed: %s", exc)
         return
     log.info("store compacted in %.1f s", time.monotonic() - started)
+    # The query workers read the snapshot made at start, before the compaction: give them one of
+    # the compacted files (scans on uncompacted files are slower: docs/performance.md).
+    endpoint.republish()
