@@ -11,6 +11,7 @@ old snapshots are deleted.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import threading
 import time
@@ -69,6 +70,15 @@ def _cpu_ticks(pid: int) -> int | None:
     except OSError:
         return None  # gone
     return int(fields[11]) + int(fields[12])
+
+
+def _running(pid: int) -> bool:
+    """Alive and not a zombie (an orphan's parent may be slow to reap it: it uses no CPU)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except OSError:
+        return False
 
 
 def _rss(pid: int) -> int:
@@ -238,3 +248,28 @@ def test_the_worker_knows_the_same_formats() -> None:
     # The worker imports nothing of karenina-rdf: its copies of the format tables must match.
     assert _worker.RESULT_FORMATS == _named.RESULT_FORMATS
     assert _worker.GRAPH_FORMATS == _named.GRAPH_FORMATS
+
+
+@pytest.mark.slow
+def test_workers_end_with_a_killed_server(tmp_path: Path) -> None:
+    server = _served(tmp_path, "--timeout", "30")
+
+    def heavy() -> None:
+        with contextlib.suppress(httpx.HTTPError):  # the server dies under it
+            _get(server, AGGREGATE, timeout=60)
+
+    busy = threading.Thread(target=heavy, daemon=True)
+    try:
+        assert _get(server, CHEAP).status_code == 200
+        busy.start()
+        time.sleep(0.5)  # one worker is evaluating, the others wait for requests
+        workers = _children(server.process.pid)
+        assert len(workers) >= 2
+        server.process.kill()
+        server.process.wait()
+        deadline = time.monotonic() + 3
+        while any(_running(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert [pid for pid in workers if _running(pid)] == []
+    finally:
+        server.stop()
