@@ -15,6 +15,7 @@ import contextlib
 import io
 import logging
 import secrets
+import sys
 import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -114,7 +115,8 @@ class Endpoint:
         # Queries on an on-disk store run in worker processes that read snapshots of it; an
         # in-memory store cannot be snapshotted and a SPARQL server bounds its own queries.
         self.pool: QueryPool | None = None
-        if settings.query_processes and store.path is not None:
+        # (Linux: the pool reads each worker's memory in /proc.)
+        if settings.query_processes and store.path is not None and sys.platform.startswith("linux"):
             self.pool = QueryPool(heavy_slots=settings.max_running, memory_limit=settings.max_query_memory << 20)
         self.runner = Runner(
             Limits(
