@@ -183,7 +183,11 @@ class QueryPool:
             self._snapshots[snap.path] = snap
             if old is not None:
                 self._release_if_unused(old)
-            refresh = not self._refreshing and bool(self._idle)
+        self._kick_refresh()
+
+    def _kick_refresh(self) -> None:
+        with self._lock:
+            refresh = not self._refreshing and bool(self._idle) and self._current is not None
             self._refreshing = self._refreshing or refresh
         if refresh:
             threading.Thread(target=self._refresh, name="karenina-rdf-snapshot-refresh", daemon=True).start()
@@ -255,6 +259,7 @@ class QueryPool:
                         self._lock.notify()
                     return
                 self._checkin(worker, None, alive=True)
+            self._kick_refresh()  # open the current snapshot before the first query needs it
 
         threading.Thread(target=spawn, name="karenina-rdf-query-workers", daemon=True).start()
 
