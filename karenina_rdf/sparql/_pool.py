@@ -435,6 +435,10 @@ class QueryPool:
                 if snap.holders == 0:
                     self._release_if_unused(snap)
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def status(self) -> dict[str, Any]:
         """For tests and logs: worker pids (idle), snapshots and their holders."""
         with self._lock:

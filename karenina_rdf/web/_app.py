@@ -117,7 +117,7 @@ class Endpoint:
         self.pool: QueryPool | None = None
         # (Linux: the pool reads each worker's memory in /proc.)
         if settings.query_processes and store.path is not None and sys.platform.startswith("linux"):
-            self.pool = QueryPool(heavy_slots=settings.max_running, memory_limit=settings.max_query_memory << 20)
+            self.pool = self._new_pool()
         self.runner = Runner(
             Limits(
                 settings.timeout,
@@ -137,9 +137,22 @@ class Endpoint:
         self._generation = 0  # bumped at the start and end of every write
         self._writing = 0
         if self.pool is not None:
-            with self._write_lock:
-                self._publish()
-            self.pool.start()
+            self._start_pool()
+
+    def _new_pool(self) -> QueryPool:
+        return QueryPool(heavy_slots=self.settings.max_running, memory_limit=self.settings.max_query_memory << 20)
+
+    def _start_pool(self) -> None:
+        assert self.pool is not None
+        with self._write_lock:
+            self._publish()
+        self.pool.start()
+
+    def open(self) -> None:
+        """At the app's start: a new pool if an earlier shutdown closed it (an app served twice)."""
+        if self.pool is not None and self.pool.closed:
+            self.pool = self.runner.pool = self._new_pool()
+            self._start_pool()
 
     def _publish(self) -> None:
         """Give the query workers a snapshot of the store as it is now, with its dataset (the
@@ -603,6 +616,7 @@ def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAP
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        endpoint.open()
         try:
             yield
         finally:
