@@ -209,28 +209,31 @@ class QueryPool:
     def _refresh(self) -> None:
         """Move idle workers to the current snapshot (so that the old ones can go, and the next
         query does not pay the opening), one at a time, so queries still find idle workers."""
-        try:
-            done: set[int] = set()
-            while True:
-                with self._lock:
-                    current = self._current
-                    stale = [w for w in self._idle if w.snapshot is not current and w.pid not in done]
-                    if self._closed or current is None or not stale:
-                        return
-                    worker = stale[-1]
-                    self._idle.remove(worker)
-                done.add(worker.pid)
-                ok = False
-                try:
-                    worker.send({"snapshot": current.path})
-                    reply = self._wait_plain(worker, time.monotonic() + 10)
-                    ok = reply is not None and reply[0].get("status") == 204
-                except (OSError, EOFError, ValueError):
-                    ok = False
-                self._checkin(worker, current if ok else None, alive=ok)
-        finally:
+        # A worker that fails to open it is killed, so each round ends with one stale worker less.
+        # The flag drops under the same lock that finds nothing left: a publish meanwhile either
+        # is seen here or starts a new refresh.
+        while True:
             with self._lock:
-                self._refreshing = False
+                current = self._current
+                stale = [w for w in self._idle if w.snapshot is not current]
+                if self._closed or current is None or not stale:
+                    self._refreshing = False
+                    return
+                worker = stale[-1]
+                self._idle.remove(worker)
+            ok = False
+            try:
+                worker.send({"snapshot": current.path})
+                reply = self._wait_plain(worker, time.monotonic() + 10)
+                ok = reply is not None and reply[0].get("status") == 204
+            except (OSError, EOFError, ValueError):
+                ok = False
+            except BaseException:
+                with self._lock:
+                    self._refreshing = False
+                self._checkin(worker, None, alive=False)
+                raise
+            self._checkin(worker, current if ok else None, alive=ok)
 
     def _wait_plain(self, worker: _Process, deadline: float) -> tuple[dict[str, Any], bytes] | None:
         while time.monotonic() < deadline:
@@ -305,16 +308,19 @@ class QueryPool:
             raise
 
     def _checkin(self, worker: _Process, snap: _Snapshot | None, *, alive: bool) -> None:
+        """Back to the idle workers, holding ``snap``; or ended (dead, or the pool closed), holding
+        nothing, so that its snapshot can go."""
         if not alive:
             worker.kill()
         with self._lock:
-            self._hold(worker, snap if alive else None)
-            if alive and not self._closed:
+            keep = alive and not self._closed
+            if not keep:
+                worker.kill()
+            self._hold(worker, snap if keep else None)
+            if keep:
                 self._idle.append(worker)
             else:
                 self._count -= 1
-                if alive:
-                    worker.kill()
             self._lock.notify()
 
     # -- queries -----------------------------------------------------------------------------
