@@ -12,6 +12,7 @@ old snapshots are deleted.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
@@ -291,3 +292,17 @@ def test_an_app_served_twice_gets_its_workers_back(tmp_path: Path) -> None:
         assert not (tmp_path / "store" / ".snapshots").exists() or not os.listdir(tmp_path / "store" / ".snapshots")
     finally:
         store.close()
+
+
+def test_a_dataset_reaches_the_worker_as_it_was() -> None:
+    import pyoxigraph as ox
+
+    from karenina_rdf.sparql._pool import encode_dataset
+
+    graphs = [ox.NamedNode("http://x/g"), ox.BlankNode("b1"), ox.DefaultGraph()]
+    for kwargs in (
+        {"use_default_graph_as_union": True},
+        {"default_graph": graphs, "named_graphs": graphs[:2]},
+        {"default_graph": [], "named_graphs": []},
+    ):
+        assert _worker.dataset_kwargs(json.loads(json.dumps(encode_dataset(kwargs)))) == kwargs
