@@ -40,7 +40,28 @@ def serve(
         list[str] | None,
         typer.Option(help="Origin allowed to call the endpoint from a browser (CORS); repeat it; '*' allows any."),
     ] = None,
-    max_running: Annotated[int, typer.Option(help="Queries evaluated at once; others wait.")] = 8,
+    max_running: Annotated[
+        int,
+        typer.Option(
+            help="Queries evaluated at once; others wait. On a store on disk: queries that may run longer than "
+            "1 s at once (two more workers keep answering short queries); past that, a long query is stopped "
+            "with a 503."
+        ),
+    ] = 8,
+    max_query_memory: Annotated[
+        int,
+        typer.Option(
+            help="Memory one query may use, in MiB (its worker process's resident size; store on disk); past it "
+            "the query is stopped with a 503. 0: no limit."
+        ),
+    ] = 1024,
+    query_processes: Annotated[
+        bool,
+        typer.Option(
+            help="Run the queries of a store on disk in worker processes, stopped at the time and memory limits. "
+            "Without: on the server's threads, which cannot stop a query that sorts or aggregates."
+        ),
+    ] = True,
 ) -> None:
     """Serve the store: SPARQL endpoint, linked data and web pages (docs/endpoint.md)."""
     from karenina_rdf.web import EndpointSettings
@@ -55,6 +76,8 @@ def serve(
             allow_service=tuple(allow_service or ()),
             cors_origins=tuple(cors_origin or ()),
             max_running=max_running,
+            max_query_memory=max_query_memory,
+            query_processes=query_processes,
         )
         s = _open(store, base_iri)
     try:

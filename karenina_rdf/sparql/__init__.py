@@ -17,6 +17,7 @@ from ._named import (
     to_term,
     where_brace,
 )
+from ._pool import QueryPool
 from ._protocol import (
     GRAPHS,
     MEDIA_TYPES,
@@ -41,6 +42,7 @@ __all__ = [
     "Operation",
     "ProtocolError",
     "QueryParam",
+    "QueryPool",
     "RESULTS",
     "RESULT_FORMATS",
     "Runner",

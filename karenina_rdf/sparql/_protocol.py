@@ -27,6 +27,7 @@ from karenina_rdf.sparql._named import RESULT_FORMATS, serialize_graph
 from karenina_rdf.sparql._text import add_using, load_targets, names_dataset, service_targets, url_allowed
 
 from ._isolation import block_network_here, unavailable
+from ._pool import QueryFailed, QueryPool
 
 log = logging.getLogger("karenina_rdf.endpoint")
 
@@ -261,6 +262,10 @@ class Limits:
 class Runner:
     """Runs operations on a pyoxigraph store (or a RemoteStore) within :class:`Limits`.
 
+    With a :class:`~karenina_rdf.sparql._pool.QueryPool` (a store on disk), a query that does not
+    federate runs in one of its worker processes, which is killed at the time or memory limit.
+    Without one, on threads, as follows.
+
     ``run_query`` is blocking and meant for a worker thread: pyoxigraph releases the GIL while it
     evaluates, so queries on other threads (and the event loop) go on meanwhile. A query is
     evaluated lazily while it is serialized, and the serializer checks the deadline at every
@@ -270,8 +275,13 @@ class Runner:
     evaluation keeps its slot until it returns, so at most ``max_running`` run at once.
     """
 
-    def __init__(self, limits: Limits) -> None:
+    def __init__(self, limits: Limits, pool: QueryPool | None = None) -> None:
         self.limits = limits
+        # Worker processes for the queries (an on-disk store): then a query past its time or
+        # memory limit is killed with its process. Without one, queries run on threads here.
+        self.pool = pool
+        # The dataset of a query that names none (on threads; a pool has the one it published).
+        self.default_dataset: Callable[[], Mapping[str, Any]] = dict
         self._slots = threading.BoundedSemaphore(limits.max_running)
         # Threads for what an operator allowed to reach the network (--allow-service): the
         # others are filtered for good once they have evaluated a client's query.
@@ -324,19 +334,22 @@ class Runner:
         self,
         store: Any,
         op: Operation,
-        dataset: Callable[[], Mapping[str, Any]],
+        dataset: Callable[[], Mapping[str, Any]] | None,
         accept: str | None,
         fmt: str | None,
         started: float,
     ) -> tuple[bytes, str]:
-        """Evaluate and serialize; returns the body and its format name."""
+        """Evaluate and serialize; returns the body and its format name. ``dataset`` None: the
+        store's default dataset (``default_dataset``, or the one the pool published)."""
+        if self.pool is not None and not self.federates(op.text):
+            return self._in_worker(self.pool, op, dataset, accept, fmt, started)
         return self.on_its_thread(op.text, partial(self._run_query, store, op, dataset, accept, fmt, started))
 
     def _run_query(
         self,
         store: Any,
         op: Operation,
-        dataset: Callable[[], Mapping[str, Any]],
+        dataset: Callable[[], Mapping[str, Any]] | None,
         accept: str | None,
         fmt: str | None,
         started: float,
@@ -356,7 +369,7 @@ class Runner:
             else:
                 # Asked for now, with the slot held: a write that began while this query waited
                 # is then seen as in progress (Endpoint.dataset).
-                kwargs = dict(dataset())
+                kwargs = dict((dataset or self.default_dataset)())
             try:
                 results = store.query(op.text, base_iri=op.base, prefixes=dict(PREFIXES), **kwargs)
             except SyntaxError as exc:
@@ -384,6 +397,48 @@ class Runner:
             # traceback would otherwise carry this frame (and them) to the event loop's thread.
             results = None
             self._slots.release()
+
+    def _in_worker(
+        self,
+        pool: QueryPool,
+        op: Operation,
+        dataset: Callable[[], Mapping[str, Any]] | None,
+        accept: str | None,
+        fmt: str | None,
+        started: float,
+    ) -> tuple[bytes, str]:
+        """The query in one of the pool's worker processes. Negotiation is done here for both
+        kinds of result (the worker picks the one that fits, or answers its 406)."""
+
+        def format_for(offered: Sequence[str]) -> str | tuple[int, str]:
+            try:
+                return negotiate(accept, offered, fmt)
+            except ProtocolError as exc:
+                return (exc.status, exc.message)
+
+        kwargs: Mapping[str, Any] | None = None
+        if op.default_graphs or op.named_graphs:
+            kwargs = {
+                "default_graph": [ox.NamedNode(g) for g in op.default_graphs],
+                "named_graphs": [ox.NamedNode(g) for g in op.named_graphs],
+            }
+        elif dataset is not None:
+            kwargs = dataset()
+        limits = self.limits
+        try:
+            return pool.run(
+                op.text,
+                base=op.base,
+                prefixes=PREFIXES,
+                dataset=kwargs,
+                results_format=format_for(RESULTS),
+                graphs_format=format_for(GRAPHS),
+                max_bytes=limits.max_result_bytes,
+                deadline=started + limits.timeout,
+                timeout=limits.timeout,
+            )
+        except QueryFailed as exc:
+            raise ProtocolError(exc.status, exc.message) from None
 
     def prepare_update(self, op: Operation) -> str:
         """The update text to run, with the protocol's dataset as USING clauses."""

@@ -51,6 +51,7 @@ STORE_ENV = "KARENINA_RDF_STORE"
 BASE_IRI_ENV = "KARENINA_RDF_BASE_IRI"
 STORE_TOKEN_ENV = "KARENINA_RDF_STORE_TOKEN"  # Bearer token for a store given as a URL
 DEFAULT_STORE_PATH = ".karenina-rdf"
+SNAPSHOTS = ".snapshots"  # checkpoints of an on-disk store that other processes read (snapshot())
 _DELETE_BATCH = 20_000
 # A generation graph's IRI after '{base}benchmarks/' or '{base}runs/' (docs/data-model.md §2).
 _GENERATION = re.compile(r"[^/]+/graph/[0-9a-f]{16}$")
@@ -244,9 +245,25 @@ class GraphStore:
         a pipe). This process holds the store's lock, so no load of another is using them."""
         if self.path is None:
             return
-        for leftover in self.path.glob(".import-*"):
+        for leftover in [*self.path.glob(".import-*"), self.path / SNAPSHOTS]:
             if leftover.is_dir() and not leftover.is_symlink():
                 shutil.rmtree(leftover, ignore_errors=True)
+
+    def snapshot(self) -> Path:
+        """A checkpoint of this on-disk store as it is now, in a new folder under
+        ``<store>/.snapshots/``: RocksDB hard-links its files (cheap), and no process writes it, so
+        other processes may open it with ``pyoxigraph.Store.read_only`` (undefined on a store
+        that another process writes). The caller deletes it; leftovers go when the store opens."""
+        if self.path is None:
+            raise StoreError("only a store on disk has snapshots")
+        folder = self.path / SNAPSHOTS
+        folder.mkdir(exist_ok=True)
+        target = folder / uuid.uuid4().hex
+        try:
+            self._ox.backup(str(target))
+        except OSError as exc:
+            raise StoreError(f"cannot snapshot the store at {self.path}: {exc}") from None
+        return target
 
     def _is_generation(self, graph: ox.NamedNode | ox.BlankNode) -> bool:
         name = graph.value if isinstance(graph, ox.NamedNode) else ""

@@ -2,19 +2,23 @@
 VoID at ``/.well-known/void``, every minted IRI dereferenceable, and the HTML pages.
 
 Read-only unless started with a write token; every write (SPARQL Update, import, delete) checks
-it. Queries run on worker threads (pyoxigraph releases the GIL while it evaluates) under the
-limits of :class:`EndpointSettings`. Errors are plain-text messages with the protocol's status;
-an unexpected one is logged and answered with a 500 that shows no trace.
+it. Queries run under the limits of :class:`EndpointSettings`: on a store on disk in worker
+processes that read snapshots of it (``sparql._pool``; a write publishes a new snapshot before it
+answers), elsewhere on worker threads (pyoxigraph releases the GIL while it evaluates). Errors
+are plain-text messages with the protocol's status; an unexpected one is logged and answered
+with a 500 that shows no trace.
 """
 
 from __future__ import annotations
 
+import contextlib
 import io
 import logging
 import secrets
+import sys
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -45,6 +49,7 @@ from karenina_rdf.sparql import (
     Limits,
     Operation,
     ProtocolError,
+    QueryPool,
     Runner,
     content_type,
     dataset_clauses,
@@ -71,7 +76,11 @@ class EndpointSettings(BaseModel):
     max_body_bytes: int = 10_000_000
     allow_service: tuple[str, ...] = ()  # IRI prefixes SERVICE / LOAD may reach; "*" for any
     cors_origins: tuple[str, ...] = ()  # "*" for any
-    max_running: int = 8  # queries evaluated at once
+    max_running: int = 8  # queries evaluated at once; on disk: queries that may run past 1 s at once
+    # An on-disk store's queries run in worker processes (killed past the time or memory limit);
+    # False: on threads of the server, which cannot stop them (in-memory and remote stores always).
+    query_processes: bool = True
+    max_query_memory: int = 1024  # MiB resident per query worker process; 0: no limit
 
     if not TYPE_CHECKING:  # type checkers keep pydantic's typed constructor
 
@@ -81,6 +90,13 @@ class EndpointSettings(BaseModel):
                 super().__init__(**data)
             except ValidationError as exc:
                 raise InvalidValueError(f"endpoint settings: {validation_message(exc)}") from exc
+
+    @field_validator("max_query_memory")
+    @classmethod
+    def _memory_not_negative(cls, value: int) -> int:
+        if value < 0:
+            raise ValueError("max_query_memory is in MiB, 0 for no limit; it cannot be negative")
+        return value
 
     @field_validator("write_token")
     @classmethod
@@ -96,6 +112,12 @@ class Endpoint:
     def __init__(self, store: Store, settings: EndpointSettings) -> None:
         self.store, self.settings = store, settings
         self.site = Site(store)
+        # Queries on an on-disk store run in worker processes that read snapshots of it; an
+        # in-memory store cannot be snapshotted and a SPARQL server bounds its own queries.
+        self.pool: QueryPool | None = None
+        # (Linux: the pool reads each worker's memory in /proc.)
+        if settings.query_processes and store.path is not None and sys.platform.startswith("linux"):
+            self.pool = self._new_pool()
         self.runner = Runner(
             Limits(
                 settings.timeout,
@@ -103,8 +125,10 @@ class Endpoint:
                 settings.allow_service,
                 settings.max_running,
                 isolate=store.remote is None,
-            )
+            ),
+            self.pool,
         )
+        self.runner.default_dataset = self.dataset
         self.threads = anyio.CapacityLimiter(64)
         self._write_lock = threading.Lock()
         self._state = threading.Lock()
@@ -112,6 +136,40 @@ class Endpoint:
         self._dataset_at = 0.0
         self._generation = 0  # bumped at the start and end of every write
         self._writing = 0
+        if self.pool is not None:
+            self._start_pool()
+
+    def _new_pool(self) -> QueryPool:
+        return QueryPool(heavy_slots=self.settings.max_running, memory_limit=self.settings.max_query_memory << 20)
+
+    def _start_pool(self) -> None:
+        assert self.pool is not None
+        with self._write_lock:
+            self._publish()
+        self.pool.start()
+
+    def open(self) -> None:
+        """At the app's start: a new pool if an earlier shutdown closed it (an app served twice)."""
+        if self.pool is not None and self.pool.closed:
+            self.pool = self.runner.pool = self._new_pool()
+            self._start_pool()
+
+    def _publish(self) -> None:
+        """Give the query workers a snapshot of the store as it is now, with its dataset (the
+        write lock held: no write between the two)."""
+        assert self.pool is not None
+        self.pool.publish(self.store.snapshot(), self.store.dataset())
+
+    def republish(self) -> None:
+        """A new snapshot of the store for the query workers (after a compaction: same data)."""
+        if self.pool is not None:
+            with self._write_lock:
+                self._publish()
+
+    def close(self) -> None:
+        """Stop the query workers and delete the snapshots."""
+        if self.pool is not None:
+            self.pool.close()
 
     # -- the dataset a query sees ------------------------------------------------------------
     def dataset(self) -> dict[str, Any]:
@@ -144,6 +202,9 @@ class Endpoint:
                     self._dataset = None
                     self._generation += 1
                     self._writing -= 1
+                if self.pool is not None:
+                    # Before the write's answer: the next query sees it (read-your-writes).
+                    self._publish()
 
     def check_graphs(self, graphs: list[str]) -> None:
         """On a server store, a request may name only the live benchmarks and the catalog: the
@@ -237,8 +298,9 @@ async def _answer(ep: Endpoint, op: Operation, accept: str | None, fmt: str | No
     def job() -> tuple[bytes, str]:
         own = dataset_clauses(op.text, PREFIXES)
         ep.check_graphs([*op.default_graphs, *op.named_graphs, *(own[0] + own[1] if own else [])])
-        # A query's own FROM / FROM NAMED are its dataset when the request names none (§2.1.4).
-        dataset: Callable[[], dict[str, Any]] = (lambda: {}) if own is not None else ep.dataset
+        # A query's own FROM / FROM NAMED are its dataset when the request names none (§2.1.4);
+        # None is the store's (the runner's default, or the one published with the snapshot).
+        dataset: Callable[[], dict[str, Any]] | None = (lambda: {}) if own is not None else None
         return ep.runner.run_query(ep.store.oxigraph, op, dataset, accept, fmt, started)
 
     data, name = await ep.timed(job)
@@ -550,13 +612,24 @@ class BodyLimit:
 def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAPI:
     """The endpoint over ``store`` as an ASGI app (``karenina-rdf serve`` runs it with uvicorn)."""
     settings = settings or EndpointSettings()
+    endpoint = Endpoint(store, settings)
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        endpoint.open()
+        try:
+            yield
+        finally:
+            endpoint.close()  # the query workers and the snapshots
+
     app = FastAPI(
         title="karenina-rdf",
         docs_url=None,
         redoc_url=None,
         openapi_url=None,
+        lifespan=lifespan,
     )
-    app.state.endpoint = Endpoint(store, settings)
+    app.state.endpoint = endpoint
     app.state.pages = Pages(app.state.endpoint)
     routes: list[tuple[str, Callable[[Request], Awaitable[Response]], list[str]]] = [
         ("/sparql", sparql, ["GET", "HEAD", "POST"]),
@@ -596,11 +669,15 @@ def serve(store: Store, settings: EndpointSettings, *, host: str = "127.0.0.1", 
         # The importer's bulk loads leave the RocksDB files uncompacted, and scans on them run
         # 9-29 % slower (docs/performance.md, "Endpoint under load"); Oxigraph's server compacts
         # when it opens a store, so does this one, on the side while it already answers.
-        threading.Thread(target=_compact, args=(store,), name="compact", daemon=True).start()
-    uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+        threading.Thread(target=_compact, args=(app.state.endpoint,), name="compact", daemon=True).start()
+    try:
+        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False)
+    finally:
+        app.state.endpoint.close()
 
 
-def _compact(store: Store) -> None:
+def _compact(endpoint: Endpoint) -> None:
+    store = endpoint.store
     started = time.monotonic()
     try:
         store.oxigraph.optimize()
@@ -608,3 +685,6 @@ def _compact(store: Store) -> None:
         log.warning("compacting the store failed: %s", exc)
         return
     log.info("store compacted in %.1f s", time.monotonic() - started)
+    # The query workers read the snapshot made at start, before the compaction: give them one of
+    # the compacted files (scans on uncompacted files are slower: docs/performance.md).
+    endpoint.republish()

@@ -1,0 +1,496 @@
+"""Query worker processes: every query from a client of an on-disk store runs in one, so that a
+query past its time or memory limit can be stopped (pyoxigraph has no cancellation: only a
+process can be). ``_worker`` is the code on the other end.
+
+The parent (the server) is the store's only writer. After every change it makes a RocksDB
+checkpoint of the store (hard links: cheap) and :meth:`QueryPool.publish` es it with the dataset
+queries see in it; workers open the newest snapshot read-only and the old ones are deleted once
+no worker has them open.
+
+The thread that runs a query watches its worker while it waits for the reply, every
+``POLL_SECONDS``: past the deadline, or past ``memory_limit`` bytes resident, the worker is killed
+(SIGKILL; it is gone, and its CPU with it, before the client reads its 503) and a new one starts
+on demand. A query that has run ``heavy_after`` seconds is heavy and must take one of
+``heavy_slots`` tokens; when none is free it is killed with a 503 that says so. The pool has
+``heavy_slots + reserve`` workers, so a cheap query finds one within about ``heavy_after``
+seconds however many heavy ones are running.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import select
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ._worker import FRAME
+
+log = logging.getLogger("karenina_rdf.endpoint")
+
+POLL_SECONDS = 0.02
+START_TIMEOUT = 60.0
+PAGE = os.sysconf("SC_PAGE_SIZE")
+HERE = os.path.dirname(os.path.abspath(__file__))
+_BOOTSTRAP = (
+    "import sys, types, importlib\n"
+    "package = types.ModuleType('_karenina_query')\n"
+    "package.__path__ = [sys.argv[1]]\n"
+    "sys.modules['_karenina_query'] = package\n"
+    "importlib.import_module('_karenina_query._worker').main(int(sys.argv[2]), int(sys.argv[3]))\n"
+)
+
+
+class QueryFailed(Exception):
+    """A query the endpoint answers with ``status`` and ``message`` (the protocol turns it into
+    a ``ProtocolError``)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+
+
+def mebibytes(size: int) -> str:
+    return f"{size / (1 << 20):,.0f} MiB"
+
+
+@dataclass
+class _Snapshot:
+    path: str
+    dataset: dict[str, Any]
+    holders: int = 0
+
+
+class _Process:
+    """One worker process and its pipes."""
+
+    def __init__(self, memory_limit: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-c", _BOOTSTRAP, HERE, str(os.getpid()), str(memory_limit)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            close_fds=True,
+            cwd="/",
+            # An engine panic prints its message to the server's log, not 50 lines of backtrace.
+            env={**os.environ, "RUST_BACKTRACE": "0"},
+        )
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.requests, self.replies = self.proc.stdin.fileno(), self.proc.stdout.fileno()
+        os.set_blocking(self.replies, False)
+        # poll, not select: a busy server's descriptors pass select's limit of 1024.
+        self.poller = select.poll()
+        self.poller.register(self.replies, select.POLLIN | select.POLLHUP | select.POLLERR)
+        self.statm = os.open(f"/proc/{self.proc.pid}/statm", os.O_RDONLY)
+        self.snapshot: _Snapshot | None = None
+        self.buffer = bytearray()
+        self.dead = False
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def resident(self) -> int:
+        try:
+            return int(os.pread(self.statm, 64, 0).split()[1]) * PAGE
+        except (OSError, IndexError, ValueError):
+            return 0
+
+    def send(self, header: Mapping[str, Any]) -> None:
+        head = json.dumps(header).encode()
+        data = memoryview(FRAME.pack(len(head), 0) + head)
+        while data:
+            data = data[os.write(self.requests, data) :]
+
+    def receive(self, wait: float) -> tuple[dict[str, Any], bytes] | None:
+        """A whole reply if one came within ``wait`` seconds (None if not yet); ``EOFError``
+        if the worker is gone."""
+        if self.poller.poll(max(0, int(wait * 1000 + 0.999))):
+            while True:
+                try:
+                    chunk = os.read(self.replies, 1 << 16)  # a pipe holds 64 KiB: no bigger buffer
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    raise EOFError
+                self.buffer += chunk
+        if len(self.buffer) < FRAME.size:
+            return None
+        head_size, body_size = FRAME.unpack_from(self.buffer)
+        end = FRAME.size + head_size + body_size
+        if len(self.buffer) < end:
+            return None
+        header = json.loads(bytes(self.buffer[FRAME.size : FRAME.size + head_size]))
+        body = bytes(self.buffer[FRAME.size + head_size : end])
+        del self.buffer[:end]
+        return header, body
+
+    def kill(self) -> None:
+        if self.dead:
+            return
+        self.dead = True
+        with contextlib.suppress(ProcessLookupError):
+            self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait()
+        for stream in (self.proc.stdin, self.proc.stdout):
+            with contextlib.suppress(OSError):
+                stream.close()  # type: ignore[union-attr]
+        with contextlib.suppress(OSError):
+            os.close(self.statm)
+
+
+@dataclass
+class QueryPool:
+    """Worker processes for the queries of one on-disk store (see the module's doc)."""
+
+    heavy_slots: int = 8
+    reserve: int = 2
+    memory_limit: int = 1 << 30  # bytes resident per worker; 0: no limit
+    heavy_after: float = 1.0  # seconds after which a query counts as heavy
+    _idle: list[_Process] = field(default_factory=list)
+    _count: int = 0  # processes alive or starting
+    _closed: bool = False
+
+    def __post_init__(self) -> None:
+        self.size = self.heavy_slots + self.reserve
+        self._lock = threading.Condition()
+        self._heavy = threading.BoundedSemaphore(self.heavy_slots)
+        self._current: _Snapshot | None = None
+        self._snapshots: dict[str, _Snapshot] = {}
+        self._refreshing = False
+        # An app dropped without its shutdown (a test's TestClient without ``with``) still ends
+        # its idle workers and deletes its snapshots.
+        weakref.finalize(self, _abandon, self._idle, self._snapshots)
+
+    # -- snapshots ---------------------------------------------------------------------------
+    def publish(self, path: str | Path, dataset: Mapping[str, Any]) -> None:
+        """``path`` (a checkpoint of the store no one writes) is what queries read from now on,
+        with ``dataset`` (``Store.query`` keyword arguments) as their default dataset. Old
+        snapshots go once no worker has them open; idle workers move to the new one."""
+        snap = _Snapshot(str(path), encode_dataset(dataset))
+        with self._lock:
+            old, self._current = self._current, snap
+            self._snapshots[snap.path] = snap
+            if old is not None:
+                self._release_if_unused(old)
+        self._kick_refresh()
+
+    def _kick_refresh(self) -> None:
+        with self._lock:
+            refresh = not self._refreshing and bool(self._idle) and self._current is not None
+            self._refreshing = self._refreshing or refresh
+        if refresh:
+            threading.Thread(target=self._refresh, name="karenina-rdf-snapshot-refresh", daemon=True).start()
+
+    def _release_if_unused(self, snap: _Snapshot) -> None:
+        # with self._lock held
+        if snap is not self._current and snap.holders == 0 and self._snapshots.pop(snap.path, None) is not None:
+            shutil.rmtree(snap.path, ignore_errors=True)
+
+    def _hold(self, worker: _Process, snap: _Snapshot | None) -> None:
+        # with self._lock held
+        old, worker.snapshot = worker.snapshot, snap
+        if snap is not None:
+            snap.holders += 1
+        if old is not None:
+            old.holders -= 1
+            self._release_if_unused(old)
+
+    def _refresh(self) -> None:
+        """Move idle workers to the current snapshot (so that the old ones can go, and the next
+        query does not pay the opening), one at a time, so queries still find idle workers."""
+        # A worker that fails to open it is killed, so each round ends with one stale worker less.
+        # The flag drops under the same lock that finds nothing left: a publish meanwhile either
+        # is seen here or starts a new refresh.
+        while True:
+            with self._lock:
+                current = self._current
+                stale = [w for w in self._idle if w.snapshot is not current]
+                if self._closed or current is None or not stale:
+                    self._refreshing = False
+                    return
+                worker = stale[-1]
+                self._idle.remove(worker)
+            ok = False
+            try:
+                worker.send({"snapshot": current.path})
+                reply = self._wait_plain(worker, time.monotonic() + 10)
+                ok = reply is not None and reply[0].get("status") == 204
+            except (OSError, EOFError, ValueError):
+                ok = False
+            except BaseException:
+                with self._lock:
+                    self._refreshing = False
+                self._checkin(worker, None, alive=False)
+                raise
+            self._checkin(worker, current if ok else None, alive=ok)
+
+    def _wait_plain(self, worker: _Process, deadline: float) -> tuple[dict[str, Any], bytes] | None:
+        while time.monotonic() < deadline:
+            reply = worker.receive(min(POLL_SECONDS * 5, deadline - time.monotonic()))
+            if reply is not None:
+                return reply
+        return None
+
+    # -- workers -----------------------------------------------------------------------------
+    def start(self, count: int | None = None) -> None:
+        """Start ``count`` workers (default: the reserve) on the side, so the first queries do
+        not wait for an interpreter to start."""
+        n = self.reserve if count is None else count
+
+        def spawn() -> None:
+            for _ in range(n):
+                with self._lock:
+                    if self._closed or self._count >= self.size:
+                        return
+                    self._count += 1
+                try:
+                    worker = self._spawn()
+                except QueryFailed:
+                    with self._lock:
+                        self._count -= 1
+                        self._lock.notify()
+                    return
+                self._checkin(worker, None, alive=True)
+            self._kick_refresh()  # open the current snapshot before the first query needs it
+
+        threading.Thread(target=spawn, name="karenina-rdf-query-workers", daemon=True).start()
+
+    def _spawn(self) -> _Process:
+        try:
+            worker = _Process(self.memory_limit)
+        except OSError as exc:
+            log.error("cannot start a query worker: %s", exc)
+            raise QueryFailed(503, "the endpoint could not start a query worker") from None
+        try:
+            reply = self._wait_plain(worker, time.monotonic() + START_TIMEOUT)
+        except (EOFError, ValueError):
+            reply = None
+        if reply is None or not reply[0].get("ready"):
+            why = reply[0].get("why") if reply else "it did not start"
+            log.error("a query worker failed to start: %s", why)
+            worker.kill()
+            raise QueryFailed(503, "the endpoint could not start a query worker")
+        if not reply[0].get("network_blocked"):
+            log.warning("query workers cannot be put under the seccomp filter here: queries keep the network")
+        return worker
+
+    def _checkout(self, deadline: float, timeout: float) -> _Process:
+        with self._lock:
+            while True:
+                if self._closed:
+                    raise QueryFailed(503, "the endpoint is shutting down")
+                if self._idle:
+                    return self._idle.pop()
+                if self._count < self.size:
+                    self._count += 1
+                    break
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise QueryFailed(503, _timed_out(timeout))
+                self._lock.wait(left)
+        try:
+            return self._spawn()
+        except BaseException:
+            with self._lock:
+                self._count -= 1
+                self._lock.notify()
+            raise
+
+    def _checkin(self, worker: _Process, snap: _Snapshot | None, *, alive: bool) -> None:
+        """Back to the idle workers, holding ``snap``; or ended (dead, or the pool closed), holding
+        nothing, so that its snapshot can go."""
+        if not alive:
+            worker.kill()
+        with self._lock:
+            keep = alive and not self._closed
+            if not keep:
+                worker.kill()
+            self._hold(worker, snap if keep else None)
+            if keep:
+                self._idle.append(worker)
+            else:
+                self._count -= 1
+            self._lock.notify()
+
+    # -- queries -----------------------------------------------------------------------------
+    def run(
+        self,
+        text: str,
+        *,
+        base: str | None,
+        prefixes: Mapping[str, str],
+        dataset: Mapping[str, Any] | None,
+        results_format: str | tuple[int, str],
+        graphs_format: str | tuple[int, str],
+        max_bytes: int,
+        deadline: float,
+        timeout: float,
+    ) -> tuple[bytes, str]:
+        """Evaluate ``text`` on the current snapshot in a worker and return the serialized result
+        and its format name. ``dataset`` None: the one published with the snapshot. A format is
+        a name, or the (status, message) to answer if the result is of that kind. Raises
+        :class:`QueryFailed`."""
+        worker = self._checkout(deadline, timeout)
+        with self._lock:
+            snap = self._current
+        if snap is None:
+            self._checkin(worker, worker.snapshot, alive=True)
+            raise QueryFailed(503, "the endpoint has no snapshot of its store yet")
+        request = {
+            "snapshot": snap.path,
+            "query": text,
+            "base": base,
+            "prefixes": dict(prefixes),
+            "dataset": snap.dataset if dataset is None else encode_dataset(dataset),
+            "results": results_format,
+            "graphs": graphs_format,
+            "max_bytes": max_bytes,
+            "seconds": deadline - time.monotonic(),
+            "timeout": timeout,
+        }
+        alive = False
+        try:
+            # The worker holds the snapshot from the request on (it may open it).
+            with self._lock:
+                self._hold(worker, snap)
+            worker.send(request)
+            header, body = self._watch(worker, deadline, timeout)
+            alive = True
+        except (EOFError, OSError) as exc:
+            # The engine aborted (pyoxigraph 0.5 panics on some sorts: the whole server died of
+            # it before queries ran in workers), or the address-space backstop was hit.
+            worker.kill()
+            code = worker.proc.returncode
+            how = f"signal {_signal_name(-code)}" if code is not None and code < 0 else f"exit code {code}"
+            log.warning("a query worker (pid %d) ended during a query (%s): %s", worker.pid, how, exc or "")
+            raise QueryFailed(
+                502, f"the query failed: its worker process ended ({how}) before it answered; the server goes on"
+            ) from None
+        finally:
+            self._checkin(worker, snap, alive=alive)
+        if header.get("log"):
+            log.warning("%s", header["log"])
+        status = header.get("status")
+        if status != 200:
+            if status == 500:
+                log.error("unexpected error in a query worker: %s", header.get("log"))
+            raise QueryFailed(int(status or 500), str(header.get("message") or "the query failed"))
+        return body, str(header["format"])
+
+    def _watch(self, worker: _Process, deadline: float, timeout: float) -> tuple[dict[str, Any], bytes]:
+        started = time.monotonic()
+        heavy = False
+        try:
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
+                    raise self._stop(worker, _timed_out(timeout))
+                if not heavy and now - started >= self.heavy_after:
+                    if not self._heavy.acquire(blocking=False):
+                        raise self._stop(
+                            worker,
+                            f"the query ran longer than {self.heavy_after:g} s while all {self.heavy_slots} "
+                            "long-query slots were busy (serve --max-running); try again later",
+                        )
+                    heavy = True
+                if self.memory_limit and worker.resident() > self.memory_limit:
+                    raise self._stop(
+                        worker,
+                        f"the query used more memory than the endpoint's limit of {mebibytes(self.memory_limit)} "
+                        "(serve --max-query-memory)",
+                    )
+                wait = min(POLL_SECONDS, deadline - now)
+                if not heavy:
+                    wait = min(wait, started + self.heavy_after - now)
+                reply = worker.receive(wait)
+                if reply is not None:
+                    return reply
+        finally:
+            if heavy:
+                self._heavy.release()
+
+    def _stop(self, worker: _Process, message: str) -> QueryFailed:
+        worker.kill()  # SIGKILL and reaped: no CPU, no memory, before the client hears of it
+        return QueryFailed(503, message)
+
+    def close(self) -> None:
+        """Kill every worker and delete every snapshot."""
+        with self._lock:
+            self._closed = True
+            idle, self._idle = self._idle, []
+            self._lock.notify_all()
+        for worker in idle:
+            worker.kill()
+            with self._lock:
+                self._hold(worker, None)
+                self._count -= 1
+        with self._lock:
+            self._current = None
+            for snap in list(self._snapshots.values()):
+                if snap.holders == 0:
+                    self._release_if_unused(snap)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def status(self) -> dict[str, Any]:
+        """For tests and logs: worker pids (idle), snapshots and their holders."""
+        with self._lock:
+            return {
+                "idle": [w.pid for w in self._idle],
+                "count": self._count,
+                "snapshots": {s.path: s.holders for s in self._snapshots.values()},
+                "current": self._current.path if self._current else None,
+            }
+
+
+def _signal_name(number: int) -> str:
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return str(number)
+
+
+def _abandon(idle: list[_Process], snapshots: dict[str, _Snapshot]) -> None:
+    for worker in list(idle):
+        worker.kill()
+    for snap in list(snapshots.values()):
+        shutil.rmtree(snap.path, ignore_errors=True)
+
+
+def _timed_out(timeout: float) -> str:
+    return f"the query ran longer than the endpoint's time limit of {timeout:g} s"
+
+
+def _graph_name(term: Any) -> str:
+    kind = type(term).__name__
+    if kind == "DefaultGraph":
+        return ""
+    if kind == "BlankNode":
+        return "_:" + str(term.value)
+    return "<" + str(term.value) + ">"
+
+
+def encode_dataset(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``Store.query`` dataset keyword arguments as the worker reads them (``_worker.dataset_kwargs``)."""
+    out: dict[str, Any] = {}
+    if kwargs.get("use_default_graph_as_union"):
+        out["union"] = True
+    if "default_graph" in kwargs:
+        graphs = kwargs["default_graph"]
+        out["default"] = [_graph_name(g) for g in (graphs if isinstance(graphs, list | tuple) else [graphs])]
+    if "named_graphs" in kwargs:
+        out["named"] = [_graph_name(g) for g in kwargs["named_graphs"]]
+    return out
