@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from tests.conftest import ROOT
 from tests.runner.sandbox import test_attacks
-from tests.web import test_federation, test_hostile_requests
+from tests.web import test_federation, test_hostile_requests, test_query_limits
 
 DOC = ROOT / "docs" / "security.md"
 
@@ -27,11 +27,13 @@ def federation() -> str:
     for kind, table in (("query", test_federation.QUERIES), ("update", test_federation.UPDATES)):
         for name, (text, as_sent, blinded) in table.items():
             rows.append(f"| {kind}: {name} | {_cell(text)} | {as_sent} | {blinded} |")
-    cases = 2 * 2 * (len(test_federation.QUERIES) + len(test_federation.UPDATES))
+    cases = 2 * 2 * 2 * (len(test_federation.QUERIES) + len(test_federation.UPDATES))
     rows.append("")
     rows.append(
-        f"Each row is sent by GET and POST, as sent and with the scan blinded: {cases} requests, "
-        "and the listener records no contact for any of them."
+        "Each row is sent by GET and POST, as sent and with the scan blinded, to an endpoint on a store "
+        "in memory (queries evaluated on filtered threads) and on one on disk (queries evaluated in "
+        f"worker processes under the same filter): {cases} requests, and the listener records no "
+        "contact for any of them."
     )
     return "\n".join(rows)
 
@@ -70,10 +72,19 @@ def sandbox_attacks() -> str:
     return "\n".join(rows)
 
 
+def query_limits() -> str:
+    rows = ["| query | `serve` options | answer | message |", "|---|---|---:|---|"]
+    for name, query, options, _, status, message in test_query_limits.HEAVY:
+        shown = _cell(message) if message else "the time or the memory limit, whichever comes first"
+        rows.append(f"| {name}: {_cell(query)} | {_cell(' '.join(options))} | {status} | {shown} |")
+    return "\n".join(rows)
+
+
 BLOCKS: dict[str, Callable[[], str]] = {
     "federation": federation,
     "hostile-requests": hostile_requests,
     "sandbox-attacks": sandbox_attacks,
+    "query-limits": query_limits,
 }
 
 

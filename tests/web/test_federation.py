@@ -109,19 +109,25 @@ UPDATES = {
 }
 
 
-@pytest.fixture(params=["as sent", "scan blinded"])
-def endpoint(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[tuple[str, TestClient]]:
-    if request.param == "scan blinded":
-        # Only the kernel's filter is left: the text scan finds nothing anywhere.
-        from karenina_rdf.sparql import _protocol
-
-        monkeypatch.setattr(_protocol, "service_targets", lambda text, prefixes: iter(()))
-        monkeypatch.setattr(_protocol, "load_targets", lambda text, prefixes: iter(()))
-    store = Store.memory()
+@pytest.fixture(scope="module", params=["memory", "disk"])
+def endpoint(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TestClient]:
+    """An endpoint on a store in memory (queries on filtered threads) or on disk (queries in
+    worker processes under the same filter); updates run in the server, on filtered threads."""
+    where = tmp_path_factory.mktemp("federation") / "store"
+    store = Store.memory() if request.param == "memory" else Store(where)
     store.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
     with TestClient(create_app(store, EndpointSettings(write_token="t")), raise_server_exceptions=False) as c:
-        yield request.param, c
+        assert (c.app.state.endpoint.runner.pool is not None) == (request.param == "disk")  # type: ignore[attr-defined]
+        yield c
     store.close()
+
+
+def _blind_the_scan(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Only the kernel's filter is left: the text scan finds nothing anywhere.
+    from karenina_rdf.sparql import _protocol
+
+    monkeypatch.setattr(_protocol, "service_targets", lambda text, prefixes: iter(()))
+    monkeypatch.setattr(_protocol, "load_targets", lambda text, prefixes: iter(()))
 
 
 def _send(client: TestClient, kind: str, method: str, text: str) -> int:
@@ -141,10 +147,13 @@ CASES = [pytest.param("query", name, *row, id=f"query: {name}") for name, row in
 ]
 
 
+@pytest.mark.parametrize("mode", ["as sent", "scan blinded"])
 @pytest.mark.parametrize("method", ["GET", "POST"])
 @pytest.mark.parametrize(("kind", "name", "template", "as_sent", "blinded"), CASES)
 def test_nothing_reaches_the_network(
-    endpoint: tuple[str, TestClient],
+    endpoint: TestClient,
+    monkeypatch: pytest.MonkeyPatch,
+    mode: str,
     listener: Listener,
     kind: str,
     name: str,
@@ -153,9 +162,10 @@ def test_nothing_reaches_the_network(
     blinded: int,
     method: str,
 ) -> None:
-    mode, client = endpoint
+    if mode == "scan blinded":
+        _blind_the_scan(monkeypatch)
     text = template.replace("{u}", listener.url)
-    status = _send(client, kind, method, text)
+    status = _send(endpoint, kind, method, text)
     assert listener.contacts == [], f"{name}: the endpoint contacted {listener.url} (answered {status})"
     assert status == (as_sent if mode == "as sent" else blinded)
 
