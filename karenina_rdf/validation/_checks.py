@@ -408,6 +408,20 @@ def _template_problems(code: str) -> tuple[tuple[Check, str], ...]:
     # ast.parse is most of the cost of the checks (about 0.1 ms a template): shared and
     # re-validated templates are parsed once per process.
     try:
+        return _read_template(code)
+    except (RecursionError, MemoryError):
+        # A hostile file's template (`x.y.y.y…` a million times, a chain of thousands of classes)
+        # exhausts the parser or the class walk: a finding like any other, not a crash.
+        return (
+            (
+                TEMPLATE_PARSES,
+                "The answer template nests too deeply to be read (SoftwareSourceCode.text)",
+            ),
+        )
+
+
+def _read_template(code: str) -> tuple[tuple[Check, str], ...]:
+    try:
         tree = ast.parse(code)
     except (SyntaxError, ValueError) as exc:
         where = f" (line {exc.lineno})" if isinstance(exc, SyntaxError) and exc.lineno else ""

@@ -193,6 +193,25 @@ WARNED = [
         "completeness",
         "max_score must be an integer",
     ),
+    # Templates built to exhaust the parser or the class walk: Karenina loads the file (it only
+    # runs templates at verification); the check reports them instead of crashing.
+    (
+        "template: a million chained attributes",
+        lambda d: _q(d)["hasPart"].__setitem__("text", "x" + ".y" * 1_000_000),
+        "/dataFeedElement/0/item/hasPart",
+        None,
+        "The answer template nests too deeply to be read",
+    ),
+    (
+        "template: a chain of 3,000 classes",
+        lambda d: _q(d)["hasPart"].__setitem__(
+            "text",
+            "class A0(BaseAnswer):\n    pass\n" + "".join(f"class A{i}(A{i - 1}):\n    pass\n" for i in range(1, 3000)),
+        ),
+        "/dataFeedElement/0/item/hasPart",
+        None,
+        "The answer template nests too deeply to be read",
+    ),
     (
         "answer_notes not a string",
         lambda d: _q(d)["additionalProperty"].append({"@type": "PropertyValue", "name": "answer_notes", "value": 0}),
