@@ -24,15 +24,7 @@ import pyoxigraph as ox
 
 from karenina_rdf.rdf import PREFIXES
 from karenina_rdf.sparql._named import RESULT_FORMATS, serialize_graph
-from karenina_rdf.sparql._text import (
-    MAX_NESTING,
-    add_using,
-    load_targets,
-    names_dataset,
-    nesting,
-    service_targets,
-    url_allowed,
-)
+from karenina_rdf.sparql._text import add_using, load_targets, names_dataset, service_targets, url_allowed
 
 from ._isolation import block_network_here, unavailable
 from ._pool import QueryFailed, QueryPool
@@ -206,10 +198,6 @@ def parse_request(method: str, query_string: str, content_type: str | None, body
     texts = params.get(kind, [])
     if len(texts) != 1:
         raise ProtocolError(400, f"a request carries exactly one '{kind}', this one has {len(texts)}")
-    if (deep := nesting(texts[0])) > MAX_NESTING:
-        # Refused before any parser sees it: pyoxigraph's would overflow its stack and end the
-        # process evaluating it (on a store in memory, the server).
-        raise ProtocolError(400, f"the {kind} nests brackets {deep:,} deep; this endpoint allows at most {MAX_NESTING}")
     if kind == "query":
         default, named = params.get("default-graph-uri", []), params.get("named-graph-uri", [])
     else:

@@ -84,25 +84,6 @@ def tokens(text: str) -> Iterator[Token]:
         i += 1
 
 
-# pyoxigraph's parser recurses once per open bracket and overflows its thread's stack (the whole
-# process dies with SIGSEGV) at a few thousand: `{` × 4,000 did on an 8 MiB stack, `(` × 6,000
-# (measured with pyoxigraph 0.5.13). No query a person writes comes near this bound.
-MAX_NESTING = 256
-
-
-def nesting(text: str) -> int:
-    """How deep ``{``, ``(`` and ``[`` nest in ``text`` (strings, IRIs and comments skipped)."""
-    depth = deepest = 0
-    for tok in tokens(text):
-        if tok.kind == "punct":
-            if tok.text in "{([":
-                depth += 1
-                deepest = max(deepest, depth)
-            elif tok.text in "})]":
-                depth -= 1
-    return deepest
-
-
 def _declarations(toks: Sequence[Token], prefixes: Mapping[str, str]) -> tuple[dict[str, str], str | None]:
     known, base = dict(prefixes), None
     for k, tok in enumerate(toks[:-1]):
