@@ -256,7 +256,9 @@ class GraphStore:
         that another process writes). The caller deletes it; leftovers go when the store opens."""
         if self.path is None:
             raise StoreError("only a store on disk has snapshots")
-        folder = self.path / SNAPSHOTS
+        # Absolute: the query workers that open it run in another working directory (`serve`'s
+        # default store, `.karenina-rdf`, is a relative path).
+        folder = self.path.absolute() / SNAPSHOTS
         folder.mkdir(exist_ok=True)
         target = folder / uuid.uuid4().hex
         try:

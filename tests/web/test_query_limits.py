@@ -337,3 +337,24 @@ def test_queries_that_crash_the_engine_end_only_their_worker(tmp_path: Path) -> 
         assert server.process.poll() is None
     finally:
         server.stop()
+
+
+@pytest.mark.slow
+def test_a_store_named_by_a_relative_path_is_queried_by_its_workers(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `serve`'s default store is `.karenina-rdf`, relative to where it was started; the workers
+    # run elsewhere (cwd /), so the snapshot they open must be named absolutely.
+    from fastapi.testclient import TestClient
+
+    from karenina_rdf import create_app
+
+    monkeypatch.chdir(tmp_path)
+    store = Store(Path(".karenina-rdf"))
+    questions = store.import_checkpoint(EXAMPLES[0]).questions
+    with TestClient(create_app(store)) as client:
+        assert client.app.state.endpoint.runner.pool is not None  # type: ignore[attr-defined]
+        r = client.get("/sparql", params={"query": CHEAP}, headers={"Accept": "application/sparql-results+json"})
+        assert r.status_code == 200, r.text
+        assert len(r.json()["results"]["bindings"]) == min(5, questions)
+    store.close()
