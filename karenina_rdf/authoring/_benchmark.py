@@ -531,6 +531,43 @@ class Benchmark:
         qs = [q for q in self if q.finished]
         return [q.id for q in qs] if ids_only else qs
 
+    def get_unfinished_questions(self, ids_only: bool = False) -> list[Any]:
+        qs = [q for q in self if not q.finished]
+        return [q.id for q in qs] if ids_only else qs
+
+    def mark_finished_batch(self, question_ids: list[str]) -> None:
+        for question_id in question_ids:
+            self.mark_finished(question_id)
+
+    def mark_unfinished_batch(self, question_ids: list[str]) -> None:
+        for question_id in question_ids:
+            self.mark_unfinished(question_id)
+
+    def toggle_finished(self, question_id: str) -> bool:
+        """Flip the question's finished flag; returns the new one (Karenina's semantics)."""
+        finished = not self.get_question(question_id).finished
+        self._edit_question(question_id, lambda q: _set_pv(q, "finished", finished))
+        return finished
+
+    @property
+    def finished_count(self) -> int:
+        return sum(1 for q in self if q.finished)
+
+    @property
+    def is_empty(self) -> bool:
+        return len(self) == 0
+
+    @property
+    def is_complete(self) -> bool:
+        """Every question has a template (Karenina's default one counts) and is finished."""
+        questions = list(self)
+        return bool(questions) and all(q.answer_template and q.finished for q in questions)
+
+    def get_progress(self) -> float:
+        """Finished questions as a percentage (0-100) of all questions; 0.0 when there are none."""
+        total = len(self)
+        return 0.0 if total == 0 else self.finished_count / total * 100
+
     # -- templates -------------------------------------------------------------------------
     def add_answer_template(self, question_id: str, template_code: str | type) -> None:
         code = _template_code(template_code)

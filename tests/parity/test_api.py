@@ -74,7 +74,6 @@ NOT_YET = {
     "extend_template",
     "filter_by_custom_metadata",
     "filter_questions",
-    "finished_count",
     "generate_all_templates",
     "generate_template_for_question",
     "generate_templates",
@@ -84,7 +83,6 @@ NOT_YET = {
     "get_health_report",
     "get_merged_dynamic_rubric_for_question",
     "get_missing_templates",
-    "get_progress",
     "get_question_as_object",
     "get_question_metadata",
     "get_question_timestamps",
@@ -94,15 +92,10 @@ NOT_YET = {
     "get_scenarios",
     "get_statistics",
     "get_summary",
-    "get_unfinished_questions",
     "import_generated_templates",
-    "is_complete",
-    "is_empty",
     "is_scenario_benchmark",
     "jsonld_data",
     "load_from_db",
-    "mark_finished_batch",
-    "mark_unfinished_batch",
     "optimization_history",
     "optimize",
     "remove_question_custom_property",
@@ -120,7 +113,6 @@ NOT_YET = {
     "to_csv",
     "to_dict",
     "to_markdown",
-    "toggle_finished",
     "update_template",
     "validate",
     "validate_rubrics",
@@ -208,8 +200,9 @@ def render(members: dict[str, Any]) -> str:
         f'(below, with why), {counts["missing"]} are not built yet. "Same" means the same name, kind, '
         "parameters, order and defaults; our only additions are keyword-only parameters such as "
         "`store=`. Return values are compared with Karenina's for `add_answer_template` and "
-        "`get_template` (test_authoring.py) and saved checkpoints for `load` and `save` "
-        "(test_load.py); the other members are compared by signature only, so far.",
+        "`get_template` (test_authoring.py), for the finished-flag and progress members in a call "
+        "sequence (test_calls.py), and saved checkpoints for `load` and `save` (test_load.py); the "
+        "other members are compared by signature only, so far.",
         "",
         "| member | kind | here | why it differs |",
         "|---|---|---|---|",

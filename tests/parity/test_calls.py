@@ -1,0 +1,90 @@
+"""The same calls in both libraries, the same answers (issue 18, point 3): a call sequence on a
+benchmark built the same way in Karenina (its own environment, tests/helpers/karenina_ref.py)
+and here; each step's return value is compared."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from karenina_rdf import Benchmark, Store
+from tests.helpers.karenina_ref import karenina
+
+pytestmark = [pytest.mark.slow]  # Karenina runs in a subprocess of its own environment
+
+QUESTIONS = [
+    ("What is the capital of France?", "Paris"),
+    ("How many legs has a spider?", "8"),
+    ("Which gas do plants take up?", "Carbon dioxide"),
+]
+# (call, arguments): "Q0".."Q2" stand for the question ids; every call's result is recorded.
+STEPS: list[tuple[str, list[Any]]] = [
+    ("is_empty", []),
+    ("finished_count", []),
+    ("get_progress", []),
+    ("is_complete", []),
+    ("get_unfinished_questions", [True]),
+    ("toggle_finished", ["Q0"]),
+    ("toggle_finished", ["Q0"]),
+    ("mark_unfinished_batch", [["Q1", "Q2"]]),
+    ("finished_count", []),
+    ("get_progress", []),
+    ("get_unfinished_questions", [True]),
+    ("mark_finished_batch", [["Q0", "Q1", "Q2"]]),
+    ("get_finished_questions", [True]),
+    ("is_complete", []),
+    ("get_progress", []),
+    ("toggle_finished", ["Q2"]),
+    ("is_complete", []),
+    ("question_count", []),
+]
+PROPERTIES = {"is_empty", "finished_count", "is_complete", "question_count"}
+
+SCRIPT = r"""
+import json, sys
+from karenina import Benchmark
+
+questions, steps, properties = json.loads(sys.argv[1]), json.loads(sys.argv[2]), set(json.loads(sys.argv[3]))
+b = Benchmark.create(name="calls", description="d", version="1.0.0")
+ids = [b.add_question(question=q, raw_answer=a) for q, a in questions]
+def arg(a):
+    if isinstance(a, str) and a[:1] == "Q" and a[1:].isdigit():
+        return ids[int(a[1:])]
+    if isinstance(a, list):
+        return [arg(x) for x in a]
+    return a
+out = []
+for name, args in steps:
+    member = getattr(b, name)
+    out.append(member if name in properties else member(*[arg(a) for a in args]))
+print(json.dumps({"ids": ids, "results": out}))
+"""
+
+
+def _ours() -> dict[str, Any]:
+    with Store.memory() as store:
+        b = Benchmark.create("calls", description="d", version="1.0.0", store=store)
+        ids = [b.add_question(q, a) for q, a in QUESTIONS]
+
+        def arg(a: Any) -> Any:
+            if isinstance(a, str) and a[:1] == "Q" and a[1:].isdigit():
+                return ids[int(a[1:])]
+            if isinstance(a, list):
+                return [arg(x) for x in a]
+            return a
+
+        results = []
+        for name, args in STEPS:
+            member = getattr(b, name)
+            results.append(member if name in PROPERTIES else member(*[arg(a) for a in args]))
+        return {"ids": ids, "results": results}
+
+
+def test_the_same_calls_give_the_same_answers() -> None:
+    theirs = karenina(SCRIPT, json.dumps(QUESTIONS), json.dumps(STEPS), json.dumps(sorted(PROPERTIES)))
+    ours = json.loads(json.dumps(_ours()))
+    assert ours["ids"] == theirs["ids"]  # the same question ids, minted the same way
+    for (name, args), got, want in zip(STEPS, ours["results"], theirs["results"], strict=True):
+        assert got == want, f"{name}({args}): ours {got!r}, Karenina's {want!r}"
