@@ -516,6 +516,18 @@ class Benchmark:
     def set_question_custom_property(self, question_id: str, name: str, value: Any) -> None:
         self._edit_question(question_id, lambda q: _set_pv(q, f"custom_{name}", value))
 
+    def remove_question_custom_property(self, question_id: str, name: str) -> bool:
+        """Remove a question's custom property; False when it has none of that name."""
+        if name not in (self.get_question(question_id).custom_metadata or {}):
+            return False
+
+        def change(q: dict[str, Any]) -> None:
+            pvs = q.get("additionalProperty") or []
+            q["additionalProperty"] = [pv for pv in pvs if pv.get("name") != f"custom_{name}"]
+
+        self._edit_question(question_id, change)
+        return True
+
     def get_question_custom_property(self, question_id: str, name: str) -> Any:
         return (self.get_question(question_id).custom_metadata or {}).get(name)
 
@@ -534,6 +546,18 @@ class Benchmark:
     def get_unfinished_questions(self, ids_only: bool = False) -> list[Any]:
         qs = [q for q in self if not q.finished]
         return [q.id for q in qs] if ids_only else qs
+
+    def get_missing_templates(self, ids_only: bool = False) -> list[Any]:
+        """Questions without a template of their own (Karenina's default one does not count)."""
+        qs = [q for q in self if not q.has_template]
+        return [q.id for q in qs] if ids_only else qs
+
+    def clear_questions(self) -> int:
+        """Remove every question; returns how many there were."""
+        ids = self.get_question_ids()
+        for question_id in ids:
+            self.remove_question(question_id)
+        return len(ids)
 
     def mark_finished_batch(self, question_ids: list[str]) -> None:
         for question_id in question_ids:

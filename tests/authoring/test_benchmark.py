@@ -404,3 +404,15 @@ def test_edits_bump_modification_dates_as_karenina(store: Store) -> None:
 def test_add_question_refuses_text_that_is_not_unicode(bench: Benchmark) -> None:
     with pytest.raises(InvalidValueError, match="surrogate"):
         bench.add_question(json.loads('"x\\ud800?"'), "a")
+
+
+def test_a_question_custom_property_removed_twice(bench: Benchmark) -> None:
+    # Karenina raises on the second removal (its custom_metadata has become None); here the
+    # property is simply gone (tests/parity/test_calls.py compares the first removal).
+    qid = bench.add_question("Capital of France?", "Paris")
+    bench.set_question_custom_property(qid, "level", "easy")
+    assert bench.remove_question_custom_property(qid, "level") is True
+    assert bench.remove_question_custom_property(qid, "level") is False
+    assert bench.get_question_custom_property(qid, "level") is None
+    with pytest.raises(ValueError, match="nope"):
+        bench.remove_question_custom_property("nope", "level")

@@ -19,6 +19,12 @@ QUESTIONS = [
     ("How many legs has a spider?", "8"),
     ("Which gas do plants take up?", "Carbon dioxide"),
 ]
+TEMPLATE = """class Answer(BaseAnswer):
+    capital: str = Field(description="the capital named")
+
+    def verify(self) -> bool:
+        return self.capital.strip().lower() == "paris"
+"""
 # (call, arguments): "Q0".."Q2" stand for the question ids; every call's result is recorded.
 STEPS: list[tuple[str, list[Any]]] = [
     ("is_empty", []),
@@ -38,6 +44,19 @@ STEPS: list[tuple[str, list[Any]]] = [
     ("get_progress", []),
     ("toggle_finished", ["Q2"]),
     ("is_complete", []),
+    ("question_count", []),
+    ("get_missing_templates", [True]),
+    ("add_answer_template", ["Q0", TEMPLATE]),
+    ("get_missing_templates", [True]),
+    ("set_question_custom_property", ["Q1", "level", "easy"]),
+    ("get_question_custom_property", ["Q1", "level"]),
+    # Removed once and not asked again: Karenina then sets the question's custom_metadata to
+    # None, and a second removal or a get raises there (TypeError, AttributeError); here they
+    # answer False and None.
+    ("remove_question_custom_property", ["Q1", "level"]),
+    ("clear_questions", []),
+    ("is_empty", []),
+    ("get_progress", []),
     ("question_count", []),
 ]
 PROPERTIES = {"is_empty", "finished_count", "is_complete", "question_count"}
