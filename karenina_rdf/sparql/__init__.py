@@ -3,8 +3,6 @@ parameters bound as terms (``_named``), what the endpoint must know of a query's
 (``_text``), the SPARQL 1.1 Protocol (``_protocol``) and the generated docs (``_docs``)."""
 
 from ._named import (
-    GRAPH_FORMATS,
-    RESULT_FORMATS,
     NamedQuery,
     QueryParam,
     bind_values,
@@ -32,6 +30,7 @@ from ._protocol import (
     parse_request,
 )
 from ._text import dataset_clauses
+from ._worker import GRAPH_FORMATS, RESULT_FORMATS
 
 __all__ = [
     "GRAPHS",

@@ -33,6 +33,10 @@ from karenina_rdf._errors import InvalidValueError, QueryNotFoundError
 
 from ._text import tokens
 
+# Output formats (SPARQL results for SELECT/ASK, RDF syntaxes for CONSTRUCT/DESCRIBE): the query
+# worker's tables, which it must hold itself (it is loaded alone, importing only pyoxigraph).
+from ._worker import GRAPH_FORMATS, RESULT_FORMATS
+
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"  # the top-level queries/ (a symlink in the source tree)
 XSD = "http://www.w3.org/2001/XMLSchema#"
 TYPES = ("string", "integer", "decimal", "double", "boolean", "date", "datetime", "iri")
@@ -273,21 +277,6 @@ def looks_like_reference(text: str) -> bool:
     if text.endswith(".rq") and Path(text).is_file():
         return True  # a path, spaces and all
     return "{" not in text and not any(c.isspace() for c in text.strip()) and bool(text.strip())
-
-
-# Output formats: SPARQL results for SELECT/ASK, RDF syntaxes for CONSTRUCT/DESCRIBE.
-RESULT_FORMATS = {
-    "json": ox.QueryResultsFormat.JSON,
-    "xml": ox.QueryResultsFormat.XML,
-    "csv": ox.QueryResultsFormat.CSV,
-    "tsv": ox.QueryResultsFormat.TSV,
-}
-GRAPH_FORMATS = {
-    "turtle": ox.RdfFormat.TURTLE,
-    "ntriples": ox.RdfFormat.N_TRIPLES,
-    "jsonld": ox.RdfFormat.JSON_LD,
-    "rdfxml": ox.RdfFormat.RDF_XML,
-}
 
 
 def serialize_graph(

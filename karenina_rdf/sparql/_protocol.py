@@ -23,11 +23,12 @@ from urllib.parse import parse_qsl
 import pyoxigraph as ox
 
 from karenina_rdf.rdf import PREFIXES
-from karenina_rdf.sparql._named import RESULT_FORMATS, serialize_graph
+from karenina_rdf.sparql._named import serialize_graph
 from karenina_rdf.sparql._text import add_using, load_targets, names_dataset, service_targets, url_allowed
 
 from ._isolation import block_network_here, unavailable
 from ._pool import QueryFailed, QueryPool
+from ._worker import RESULT_FORMATS, Refused, ResultSink
 
 log = logging.getLogger("karenina_rdf.endpoint")
 
@@ -210,28 +211,6 @@ def parse_request(method: str, query_string: str, content_type: str | None, body
     return Operation(kind, texts[0], list(default), list(named), params)
 
 
-class _Sink:
-    """Collects a serialization; past the byte limit or the deadline it stops the writer."""
-
-    def __init__(self, limit: int, deadline: float, timeout: float) -> None:
-        self.parts: list[bytes] = []
-        self.size, self.limit, self.deadline, self.timeout = 0, limit, deadline, timeout
-
-    def write(self, data: bytes) -> int:
-        self.size += len(data)
-        if self.size > self.limit:
-            raise ProtocolError(
-                400, f"the result is larger than the endpoint's limit of {self.limit:,} bytes; add a LIMIT"
-            )
-        if time.monotonic() > self.deadline:
-            raise timed_out(self.timeout)
-        self.parts.append(bytes(data))
-        return len(data)
-
-    def flush(self) -> None:
-        pass
-
-
 def timed_out(timeout: float) -> ProtocolError:
     return ProtocolError(503, f"the query ran longer than the endpoint's time limit of {timeout:g} s")
 
@@ -379,12 +358,14 @@ class Runner:
                 raise ProtocolError(502, "the query failed (a SERVICE call or the store failed)") from None
             offered = GRAPHS if isinstance(results, ox.QueryTriples) else RESULTS
             name = negotiate(accept, offered, fmt)
-            sink = _Sink(limits.max_result_bytes, deadline, limits.timeout)
+            sink = ResultSink(limits.max_result_bytes, deadline, limits.timeout)
             try:
                 if isinstance(results, ox.QueryTriples):
                     serialize_graph(results, name, cast(IO[bytes], sink), prefixes=PREFIXES)
                 else:
                     results.serialize(cast(IO[bytes], sink), RESULT_FORMATS[name])
+            except Refused as refused:  # past the result size or the time limit
+                raise ProtocolError(refused.status, refused.message) from None
             except (OSError, RuntimeError) as exc:
                 # A SERVICE reply or a store's own error may carry what the client must not see.
                 log.warning("query failed while it ran: %s", exc)

@@ -31,7 +31,8 @@ import pyoxigraph as ox
 FRAME = struct.Struct("!II")
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 
-# Format names as in ``_named.RESULT_FORMATS`` / ``GRAPH_FORMATS`` (a test keeps them equal).
+# The output formats by name, for the whole sparql room (``_named`` imports them from here: this
+# module is loaded alone in a worker and can import nothing of karenina_rdf).
 RESULT_FORMATS = {
     "json": ox.QueryResultsFormat.JSON,
     "xml": ox.QueryResultsFormat.XML,
@@ -52,7 +53,10 @@ class Refused(Exception):
         self.status, self.message, self.log = status, message, log
 
 
-class _Sink:
+class ResultSink:
+    """Collects a serialization; past the byte limit or the deadline it stops the writer with
+    :class:`Refused` (the endpoint's threads turn that into their ``ProtocolError``)."""
+
     def __init__(self, limit: int, deadline: float, timeout: float) -> None:
         self.parts: list[bytes] = []
         self.size, self.limit, self.deadline, self.timeout = 0, limit, deadline, timeout
@@ -135,7 +139,7 @@ class Worker:
             if not isinstance(name, str):  # the parent's 406 for this kind of result
                 status, message = name
                 raise Refused(status, message)
-            sink = _Sink(request["max_bytes"], received + request["seconds"], request["timeout"])
+            sink = ResultSink(request["max_bytes"], received + request["seconds"], request["timeout"])
             try:
                 if graph:
                     pre = dict(request.get("prefixes") or {}) if name in ("turtle", "rdfxml") else None

@@ -23,7 +23,7 @@ import httpx
 import pytest
 
 from karenina_rdf import Store
-from karenina_rdf.sparql import _named, _worker
+from karenina_rdf.sparql import _worker
 from tests.conftest import ROOT
 from tests.helpers.servers import Server, start_endpoint
 
@@ -243,12 +243,6 @@ def test_snapshot_leftovers_are_removed_when_the_store_opens(tmp_path: Path) -> 
     store.close()
     Store(tmp_path / "store").close()
     assert not left.exists()
-
-
-def test_the_worker_knows_the_same_formats() -> None:
-    # The worker imports nothing of karenina-rdf: its copies of the format tables must match.
-    assert _worker.RESULT_FORMATS == _named.RESULT_FORMATS
-    assert _worker.GRAPH_FORMATS == _named.GRAPH_FORMATS
 
 
 @pytest.mark.slow

@@ -377,8 +377,9 @@ def _send(fd: int, message: dict[str, Any], strict: bool = False) -> None:
         data = data[os.write(fd, data) :]
 
 
-def _receive(fd: int) -> dict[str, Any] | None:
-    """One request: header, request id (ID_SIZE ASCII bytes), JSON body."""
+def read_frame(fd: int) -> bytes | None:
+    """One length-prefixed frame, header included; None at end of file (the supervisor reads
+    its requests with this too)."""
     buffer = bytearray()
     size: int | None = None
     while size is None or len(buffer) < HEADER.size + size:
@@ -388,6 +389,14 @@ def _receive(fd: int) -> dict[str, Any] | None:
         buffer += chunk
         if size is None and len(buffer) >= HEADER.size:
             size = HEADER.unpack_from(buffer)[0]
+    return bytes(buffer)
+
+
+def _receive(fd: int) -> dict[str, Any] | None:
+    """One request: header, request id (ID_SIZE ASCII bytes), JSON body."""
+    buffer = read_frame(fd)
+    if buffer is None:
+        return None
     start = HEADER.size + ID_SIZE
     request = dict(json.loads(buffer[start:]))
     request["id"] = buffer[HEADER.size : start].decode("ascii")

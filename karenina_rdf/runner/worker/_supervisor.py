@@ -92,7 +92,7 @@ class Supervisor:
 
     def serve(self, req_fd: int, resp_fd: int) -> None:
         while True:
-            frame = _read_frame(req_fd)
+            frame = _main.read_frame(req_fd)
             if frame is None:  # the parent closed the pipe: shut down
                 break
             request = json.loads(frame[_main.HEADER.size + _main.ID_SIZE :])
@@ -405,20 +405,6 @@ def _write_all(fd: int, data: bytes) -> None:
             view = view[os.write(fd, view) :]
     except BrokenPipeError:
         raise _Gone("crashed", "the template process exited") from None
-
-
-def _read_frame(fd: int) -> bytes | None:
-    buffer = bytearray()
-    size: int | None = None
-    header = _main.HEADER
-    while size is None or len(buffer) < header.size + size:
-        chunk = os.read(fd, 1 << 20)
-        if not chunk:
-            return None
-        buffer += chunk
-        if size is None and len(buffer) >= header.size:
-            size = header.unpack_from(buffer)[0]
-    return bytes(buffer)
 
 
 def main(config_json: str) -> None:
