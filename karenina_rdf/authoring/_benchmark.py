@@ -255,7 +255,11 @@ class Benchmark(QuestionMembers, ReportMembers, BenchmarkCore):
         """Add a question as Karenina does; returns its id (spec §7.1, collision suffixes included)."""
         if isinstance(question, dict):
             if "question" not in question:
-                raise InvalidValueError("Dict input must contain a 'question' key")
+                raise InvalidValueError(
+                    "Dict input must contain a 'question' key. Expected keys: 'question', 'raw_answer', and "
+                    "optionally 'answer_template', 'question_id', 'finished', 'author', 'sources', "
+                    "'custom_metadata', 'few_shot_examples', 'answer_notes'."
+                )
             d = question
             return self.add_question(
                 d["question"],
