@@ -134,7 +134,7 @@ PROPERTIES = {"workspace_root", "jsonld_data"}
 OWN_MESSAGE = {"count_by_field"}
 
 # Run on both sides: Karenina's objects and ours reduced to the same plain JSON.
-NORM = r'''
+NORM = r"""
 import os, re
 TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:\.\d+)?")
 BENCH_ID = re.compile(r"karenina-checkpoint-[0-9.]+")
@@ -179,7 +179,7 @@ def call(b, name, args, kwargs, arg, properties):
         return norm(getattr(b, name)(*[arg(a) for a in args], **{k: arg(v) for k, v in kwargs.items()}))
     except Exception as exc:
         return norm(exc)
-'''
+"""
 
 SCRIPT = (
     r"""
