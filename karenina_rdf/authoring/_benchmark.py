@@ -93,10 +93,12 @@ class Benchmark(QuestionMembers, ReportMembers, BenchmarkCore):
         description: str = "",
         version: str = "0.1.0",
         creator: str = "Karenina Benchmarking System",
+        workspace_root: Path | None = None,
         *,
         store: Store,
     ) -> Benchmark:
-        """A new empty benchmark, with the defaults and ``@id`` form Karenina uses."""
+        """A new empty benchmark, with the defaults and ``@id`` form Karenina uses;
+        ``workspace_root`` is the handle's, not stored (as Karenina does not save it)."""
         if not name:
             raise InvalidValueError("Benchmark must have a name")
         now = _now()
@@ -115,12 +117,17 @@ class Benchmark(QuestionMembers, ReportMembers, BenchmarkCore):
                 {"@type": "PropertyValue", "name": "benchmark_format_version", "value": "3.0.0-jsonld"}
             ],
         }
-        return cls(store, store.import_checkpoint(doc).iri)
+        bench = cls(store, store.import_checkpoint(doc).iri)
+        bench.set_workspace_root(workspace_root)
+        return bench
 
     @classmethod
-    def load(cls, path: str | Path, *, store: Store) -> Benchmark:
-        """Import a checkpoint file into ``store`` and return its handle."""
-        return cls(store, store.import_checkpoint(path).iri)
+    def load(cls, path: str | Path, workspace_root: Path | None = None, *, store: Store) -> Benchmark:
+        """Import a checkpoint file into ``store`` and return its handle (``workspace_root`` as
+        in ``create``)."""
+        bench = cls(store, store.import_checkpoint(path).iri)
+        bench.set_workspace_root(workspace_root)
+        return bench
 
     def save(self, path: str | Path) -> Path:
         """Write the benchmark as a Karenina checkpoint (suffix rules of Karenina's ``save``)."""

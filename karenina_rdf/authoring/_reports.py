@@ -238,7 +238,7 @@ class ReportMembers(BenchmarkCore):
         Karenina it is not saved: it belongs to this handle, and a new handle has none."""
         return self._workspace_root
 
-    def set_workspace_root(self, path: Path) -> None:
+    def set_workspace_root(self, path: Path | None) -> None:
         """Set this handle's workspace root (not stored, as Karenina does not save it)."""
         self._workspace_root = path
 
