@@ -14,7 +14,7 @@ from typing import Any
 from karenina_rdf._errors import DuplicateQuestionError, InvalidTypeError, InvalidValueError
 from karenina_rdf.rdf import md5_hex
 
-from ._core import _NOT_GIVEN, BenchmarkCore
+from ._core import _NOT_GIVEN, BenchmarkCore, _StoredIds
 from ._question import Question, QuestionObject, as_question, question_object
 
 
@@ -31,7 +31,7 @@ class QuestionMembers(BenchmarkCore):
         if as_question(question_obj) is None:
             raise InvalidValueError("question_obj must be a Question instance")
         question_id = md5_hex(question_obj.question)
-        if question_id in self._question_id_set():
+        if question_id in _StoredIds(self):
             raise DuplicateQuestionError(f"Question with ID {question_id} already exists")
         return self.add_question(question=question_obj, question_id=question_id, **metadata)
 
@@ -171,12 +171,9 @@ class QuestionMembers(BenchmarkCore):
             ) from None
 
     # -- helpers ---------------------------------------------------------------------------
-    def _question_id_set(self) -> set[str]:
-        return set(self._question_ids())
-
     def _finished_flag(self, question_id: str) -> bool:
         # An id not in the benchmark counts as unfinished, as a missing registry entry does there.
-        if question_id not in self._question_id_set():
+        if question_id not in _StoredIds(self):
             return False
         return bool(self.question_view(question_id).finished)
 

@@ -6,7 +6,8 @@ normalisation (``NORM``, run on both sides): timestamps become ``<time>``, rubri
 names (the two libraries' trait classes differ), question objects their fields, errors the
 built-in types they are instances of and their message. The checkpoints both save at the end are
 compared too. ``to_csv``, ``to_markdown`` and ``get_summary`` are compared character for
-character, timestamps aside.
+character, timestamps aside. Then every checkpoint of the corpus that Karenina loads is loaded in
+both, and its questions (dicts, objects, metadata, timestamps) and every report are compared.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import pytest
 
 from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf.authoring import QuestionObject
+from tests.conftest import NOT_CHECKPOINTS, corpus_files
 from tests.helpers.karenina_ref import karenina
 
 pytestmark = [pytest.mark.slow]  # Karenina runs in a subprocess of its own environment
@@ -329,3 +331,71 @@ def _times(doc: Any) -> Any:
 def test_the_saved_checkpoints_are_the_same(both: tuple[dict[str, Any], dict[str, Any]]) -> None:
     ours, theirs = both
     assert _times(ours["saved"]) == _times(theirs["saved"])
+
+
+# -- every checkpoint of the corpus, loaded in both ---------------------------------------------
+CORPUS_MEMBERS = [
+    "get_all_questions",
+    "get_all_questions_as_objects",
+    "get_summary",
+    "get_statistics",
+    "check_readiness",
+    "get_health_report",
+    "validate",
+    "to_csv",
+    "to_markdown",
+    "to_dict",
+    "filter_questions",
+]
+PER_QUESTION = ["get_question", "get_question_metadata", "get_question_timestamps", "get_question_as_object"]
+
+CORPUS_SCRIPT = (
+    r"""
+import json, sys
+from karenina import Benchmark
+import karenina.benchmark.verification.utils.template_validation as moved
+
+sys.modules["karenina.benchmark.verification.utils.validation"] = moved  # as in SCRIPT
+"""
+    + NORM
+    + r"""
+paths, members, per_question = json.loads(sys.argv[1]), json.loads(sys.argv[2]), json.loads(sys.argv[3])
+out = {}
+for path in paths:
+    b = Benchmark.load(path)
+    got = {m: call(b, m, [], {}, lambda a: a, set()) for m in members}
+    for qid in b.get_question_ids():
+        for m in per_question:
+            got[f"{m}({qid})"] = call(b, m, [qid], {}, lambda a: a, set())
+    out[path] = got
+print(json.dumps(out))
+"""
+)
+CORPUS = [p for p in corpus_files() if p.name not in NOT_CHECKPOINTS]
+
+
+@pytest.fixture(scope="module")
+def corpus_answers() -> dict[str, Any]:
+    if not CORPUS:
+        pytest.skip("the Karenina corpus is not in ../shared")
+    paths = [str(p) for p in CORPUS]
+    return dict(karenina(CORPUS_SCRIPT, json.dumps(paths), json.dumps(CORPUS_MEMBERS), json.dumps(PER_QUESTION)))
+
+
+@pytest.mark.parametrize("path", CORPUS or [None], ids=[p.name for p in CORPUS] or ["no-corpus"])
+def test_the_corpus_reads_the_same(corpus_answers: dict[str, Any], path: Path) -> None:
+    """Every checkpoint Karenina loads: the questions, their objects and metadata, and every
+    report, as Karenina gives them for the same file."""
+    ns: dict[str, Any] = {}
+    exec(NORM, ns)
+    with Store.memory() as store:
+        b = Benchmark(store, store.import_checkpoint(path).iri)
+        ours = {m: ns["call"](b, m, [], {}, lambda a: a, set()) for m in CORPUS_MEMBERS}
+        for qid in b.get_question_ids():
+            for m in PER_QUESTION:
+                ours[f"{m}({qid})"] = ns["call"](b, m, [qid], {}, lambda a: a, set())
+    ours = json.loads(json.dumps(ours))
+    theirs = corpus_answers[str(path)]
+    assert list(ours) == list(theirs)  # the same questions, in the same order
+    for key, want in theirs.items():
+        assert ours[key] == want, key
