@@ -108,6 +108,10 @@ NOTES = {
     "not its own, where the same id would replace it)",
     "validate": "templates are read, not run: one that does not parse or has no answer class is invalid "
     "(Karenina runs them; its own `validate` fails with ModuleNotFoundError in snapshot 9851a770)",
+    "get_question": "Karenina's dict, key for key; its `question_rubric` holds our `RubricTrait` values where "
+    "Karenina's holds its own trait classes (so do `get_all_questions`, iteration and the filters); "
+    "`question_view` gives the typed `Question`",
+    "to_dict": "`global_rubric` holds our `RubricTrait` dumps where Karenina's holds its trait classes' dumps",
     "get_question_as_object": "returns `QuestionObject`, a class with the fields of Karenina's `Question` "
     "(`id` is the MD5 of the text); Karenina's own `Question` objects are accepted wherever it takes one",
 }
