@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from karenina_rdf import KareninaRDFError, Store
+from karenina_rdf import Benchmark, KareninaRDFError, Store
 from tests.checkpoint import test_checkpoint as bad_input
 from tests.helpers.karenina_ref import karenina
 
@@ -209,6 +209,11 @@ VARIANTS: dict[str, tuple[Edit, str | None]] = {
     "question text with emoji and RTL marks": (_question_text("¿Cuántas patas tiene una araña? 🕷️ \u200f"), None),
     "question id: a plain string": (_question_id("spider-legs"), None),
     "question id: an MD5 hex digest": (_question_id("0f8c5b5e4a0f4d2b9c3d1e2f3a4b5c6d"), None),
+    # Karenina answers with the last item of an id and writes both back; so do we.
+    "two items with one question id": (
+        lambda d: d["dataFeedElement"][0].__setitem__("@id", Q2),
+        f"at /dataFeedElement/0/@id (question '{Q2}'): question id also used at /dataFeedElement/1",
+    ),
 }
 
 
@@ -292,10 +297,7 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 # Files Karenina loads that we still refuse: open differences (issue 18), each with why. Strict:
 # the day one imports, the test says so and the row leaves this table.
-NOT_YET = {
-    "duplicate question ids": "two items with one @id would be one node in the graph; Karenina keeps both "
-    "in the file and the last in its cache",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _marks(name: str) -> list[pytest.MarkDecorator]:
@@ -341,3 +343,35 @@ def test_what_we_export_is_what_came_in_and_what_karenina_saves(variants: dict[s
             store.save(result.benchmark_id, ours)
         assert ours.read_bytes() == path.read_bytes(), f"{name}: the export differs from the file imported"
         assert _without_save_time(ours.read_bytes()) == _without_save_time(resaved[name].read_bytes()), name
+
+
+REMOVE_DUPLICATE = r"""
+import json, sys
+from karenina import Benchmark
+
+b = Benchmark.load(sys.argv[1])
+ids = b.get_question_ids()
+answer = b.get_question(sys.argv[2])["raw_answer"]
+removed = b.remove_question(sys.argv[2])
+b.save(sys.argv[3])
+print(json.dumps({"ids": ids, "answer": answer, "removed": removed, "left": b.get_question_ids()}))
+"""
+
+
+def test_an_id_used_twice_reads_and_goes_as_in_karenina(variants: dict[str, Any], tmp_path: Path) -> None:
+    # Karenina answers with the last item of the id, and its remove_question drops every item
+    # with the id; the other questions and their order stay.
+    path, _ = variants["two items with one question id"]
+    theirs = tmp_path / "karenina.jsonld"
+    expected = karenina(REMOVE_DUPLICATE, str(path), Q2, str(theirs))
+    with Store.memory() as store:
+        bench = Benchmark(store, store.import_checkpoint(path).benchmark_id)
+        assert bench.get_question_ids() == expected["ids"]
+        assert bench.get_question(Q2).raw_answer == expected["answer"]
+        assert bench.remove_question(Q2) is expected["removed"]
+        assert bench.get_question_ids() == expected["left"]
+        ours = json.loads(json.dumps(store.export_checkpoint(bench.iri)))
+    saved = json.loads(theirs.read_text(encoding="utf-8"))
+    for doc in (ours, saved):
+        doc.pop("dateModified", None)
+    assert ours == saved
