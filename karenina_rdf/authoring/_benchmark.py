@@ -35,6 +35,8 @@ from karenina_rdf.rdf import (
     diff_update,
     generate_question_id,
     index_triples,
+    shadowed_items,
+    solutions,
 )
 from karenina_rdf.validation import TEMPLATE_DEFINES_ANSWER, TEMPLATE_PARSES, template_problems
 
@@ -359,6 +361,10 @@ class Benchmark(QuestionMembers, ReportMembers, BenchmarkCore):
         old = index_triples(index)
         old.add((ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id))))
         graph = self._graph
+        shadows = shadowed_items(self.store.oxigraph, graph, self.iri)
+        if shadows:
+            self._apply(diff_update(graph, old, set()), self._remove_shadowed(question_id, shadows), self._touch())
+            return True
         # Later items move up one, so positions stay 0..n-1, as a re-import would number them.
         renumber = (
             f"DELETE {{ GRAPH {graph} {{ ?i {KAR.position.nt} ?p }} }} "
@@ -368,6 +374,33 @@ class Benchmark(QuestionMembers, ReportMembers, BenchmarkCore):
         )
         self._apply(diff_update(graph, old, set()), renumber, self._touch())
         return True
+
+    def _remove_shadowed(self, question_id: str, shadows: list[tuple[int, str, str, str]]) -> str:
+        """With the question, the items it shadows go (Karenina's remove_question drops every
+        item with the id from its file); items and shadowed items are numbered 0..n-1 again."""
+        graph, position = self._graph, KAR.position.nt
+        gone = {self._item_iri(question_id)} | {node for _, node, qid, _ in shadows if qid == question_id}
+        rows = self.store.oxigraph.query(
+            f"SELECT ?n ?p WHERE {{ {{ <{self.iri}> <{DATA_FEED_ELEMENT}> ?n }} UNION "
+            f"{{ <{self.iri}> {KAR.shadowedItem.nt} ?n }} ?n {position} ?p }}",
+            default_graph=graph,
+        )
+        kept = sorted((int(r["p"].value), r["n"].value) for r in solutions(rows) if r["n"].value not in gone)
+        delete = [f"<{self.iri}> {KAR.shadowedItem.nt} <{n}>" for _, n, q, _ in shadows if q == question_id]
+        insert = []
+        for new, (old, node) in enumerate(kept):
+            if new != old:
+                delete.append(f"<{node}> {position} {old}")
+                insert.append(f"<{node}> {position} {new}")
+        drop = " ".join(f"<{n}> ?p{i} ?o{i} ." for i, n in enumerate(sorted(gone - {self._item_iri(question_id)})))
+        updates = []
+        if drop:
+            updates.append(f"DELETE WHERE {{ GRAPH {graph} {{ {drop} }} }}")
+        if delete:
+            updates.append(f"DELETE DATA {{ GRAPH {graph} {{ {' . '.join(delete)} }} }}")
+        if insert:
+            updates.append(f"INSERT DATA {{ GRAPH {graph} {{ {' . '.join(insert)} }} }}")
+        return " ;\n".join(updates)
 
     def update_question_metadata(self, question_id: str, **metadata: Any) -> None:
         """Karenina's semantics: author/sources written raw, custom keys upserted."""

@@ -65,7 +65,10 @@ class BenchmarkCore:
 
     def _header_index(self) -> Index:
         return node_index(
-            self.store.oxigraph, self._graph, [self.iri], skip=(f"{self.iri}/items/", f"{self.iri}/questions/")
+            self.store.oxigraph,
+            self._graph,
+            [self.iri],
+            skip=(f"{self.iri}/items/", f"{self.iri}/questions/", f"{self.iri}/shadowed/"),
         )
 
     def _header(self) -> dict[str, Any]:
@@ -79,12 +82,14 @@ class BenchmarkCore:
 
     def _header_update(self, header: dict[str, Any]) -> str | None:
         graph = self._graph
-        old = index_triples(self._header_index(), skip_predicates=[DATA_FEED_ELEMENT])
+        # Items are not the header's: neither questions nor the items they shadow.
+        skip = [DATA_FEED_ELEMENT, KAR.shadowedItem]
+        old = index_triples(self._header_index(), skip_predicates=skip)
         doc = dict(header, dataFeedElement=[])
         mapped = map_checkpoint(doc, base_iri=self.store.base_iri, keep_id=self.id)
         if mapped.iri != self.iri:
             raise InvalidValueError("a benchmark's id cannot be changed in place; export and import it instead")
-        new = parse_triples(mapped.triples, skip_predicates=[DATA_FEED_ELEMENT])
+        new = parse_triples(mapped.triples, skip_predicates=skip)
         return diff_update(graph, old, new)
 
     def _set_header(self, **fields: Any) -> None:
