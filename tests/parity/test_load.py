@@ -367,7 +367,7 @@ def test_an_id_used_twice_reads_and_goes_as_in_karenina(variants: dict[str, Any]
     with Store.memory() as store:
         bench = Benchmark(store, store.import_checkpoint(path).benchmark_id)
         assert bench.get_question_ids() == expected["ids"]
-        assert bench.get_question(Q2).raw_answer == expected["answer"]
+        assert bench.get_question(Q2)["raw_answer"] == expected["answer"]
         assert bench.remove_question(Q2) is expected["removed"]
         assert bench.get_question_ids() == expected["left"]
         ours = json.loads(json.dumps(store.export_checkpoint(bench.iri)))
