@@ -14,7 +14,7 @@ import datetime as dt
 from dataclasses import dataclass
 from io import StringIO
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from karenina_rdf._errors import InvalidValueError
 from karenina_rdf._store import Store
@@ -220,7 +220,7 @@ class ReportMembers(BenchmarkCore):
                 lines += [f"**Expected Answer**: {q.raw_answer}", ""]
         return "\n".join(lines)
 
-    def clone(self, *, store: Store | None = None) -> Any:
+    def clone(self, *, store: Store | None = None) -> Self:
         """A copy of the benchmark, independent of this one: same id, questions and rubrics, in
         a new in-memory store (or ``store``, which must not be this benchmark's own: a copy
         with the same id there would replace it). The workspace root goes with it."""
