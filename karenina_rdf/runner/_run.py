@@ -136,8 +136,10 @@ def rubric_definition(traits: Iterable[RubricTrait]) -> dict[str, Any] | None:
 class _Progress:
     """A rich progress bar (counts, pass/fail, ETA) on stderr, or nothing."""
 
-    def __init__(self, total: int, done: int, enabled: bool) -> None:
+    def __init__(self, total: int, done: int, enabled: bool, callback: Any = None) -> None:
         self.bar: Any = None
+        # Karenina's progress_callback(percentage, message), called as results are stored.
+        self.callback, self.total, self.done = callback, total, done
         if not enabled:
             return
         from rich.console import Console
@@ -164,6 +166,10 @@ class _Progress:
         self.bar.start()
 
     def update(self, advance: int, passed: int, failed: int) -> None:
+        self.done += advance
+        if self.callback is not None:
+            pct = self.done / self.total * 100 if self.total else 100.0
+            self.callback(pct, f"{self.done}/{self.total} verified: {passed} passed, {failed} failed")
         if self.bar is not None:
             self.bar.update(self.task, advance=advance, status=f"[green]{passed} passed[/] [red]{failed} failed[/]")
 
@@ -192,6 +198,7 @@ def run_verification(
     extra_config: dict[str, Any] | None = None,
     stop: threading.Event | None = None,
     informed_by: str | None = None,
+    progress_callback: Any = None,
 ) -> RunReport:
     """Run ``benchmark``'s finished questions past the answering models (or the recorded
     ``answers``, keyed by (question id, answerer key, replicate), of ``answer_identities``) and
@@ -291,7 +298,7 @@ def run_verification(
     total_cost: list[float | None] = [0.0]
     # Until _execute says otherwise: an error escaping it leaves a run --resume can finish.
     status: Literal["completed", "interrupted"] = "interrupted"
-    bar = _Progress(len(the_plan.tasks), skipped, progress)
+    bar = _Progress(len(the_plan.tasks), skipped, progress, progress_callback)
     try:
         status = _execute(todo, pipeline, live, opts.concurrency, counts, total_cost, bar, stop or threading.Event())
     finally:
