@@ -359,27 +359,25 @@ class Benchmark(AuthoringBenchmark):
             run_id = run_summary(self.store, *resolve_run(self.store, ref)).run_id
         except LookupError as exc:
             raise VerificationError(f"state_path {ref!r}: no stored run by that id or IRI ({exc})") from None
-        if config is None:
-            return self._resume_stored(run_id, question_ids, run_name, async_enabled, progress_callback, sandbox)
-        plan = verification_plan(self.store, config, async_enabled)
-        return self._verify(plan, question_ids, run_name, progress_callback, sandbox, resume=run_id)
-
-    def _resume_stored(
-        self,
-        run_id: str,
-        question_ids: list[str] | None,
-        run_name: str | None,
-        async_enabled: bool | None,
-        progress_callback: Callable[[float, str], None] | None,
-        sandbox: SandboxLike | None,
-    ) -> VerificationResultSet:
-
         stored = stored_config(self.store, run_id)
+        plan = self._stored_plan(run_id, stored, async_enabled) if config is None else None
+        return self._verify(
+            plan or verification_plan(self.store, config, async_enabled),
+            # The run's own questions and label unless given, as Karenina takes the state's.
+            question_ids or stored.get("questions"),
+            run_name or stored.get("run_name"),
+            progress_callback,
+            sandbox,
+            resume=run_id,
+        )
+
+    def _stored_plan(self, run_id: str, stored: dict[str, Any], async_enabled: bool | None) -> VerificationPlan:
+        """The models and options a run recorded, rebuilt to resume it."""
         specs = [m.get("spec") for m in [*stored["answerers"], *stored["judges"]]]
         if not all(specs):
             raise VerificationError(f"run {run_id!r} records no model specs to rebuild: pass config=")
         base_url = (stored.get("transport") or {}).get("base_url")
-        plan = VerificationPlan(
+        return VerificationPlan(
             answerers=[_spec_model(self.store, m, base_url) for m in stored["answerers"]],
             judges=[_spec_model(self.store, m, base_url) for m in stored["judges"]],
             mode=stored["mode"],
@@ -388,14 +386,6 @@ class Benchmark(AuthoringBenchmark):
             few_shot=bool(stored.get("few_shot")),
             concurrency=_concurrency(async_enabled, None),
             base_url=base_url,
-        )
-        return self._verify(
-            plan,
-            question_ids or stored.get("questions"),
-            run_name or stored.get("run_name"),
-            progress_callback,
-            sandbox,
-            resume=run_id,
         )
 
     def _verify(
