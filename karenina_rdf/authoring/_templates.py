@@ -17,7 +17,6 @@ import json
 import sqlite3
 import textwrap
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,9 +50,10 @@ class FinishedTemplate(BaseModel):
     workspace_path: str | None = None
 
 
-@dataclass
-class OptimizationRun:
+class OptimizationRun(BaseModel):
     """One row of Karenina's GEPA optimisation tracker (``OptimizationRun``, the same fields)."""
+
+    model_config = ConfigDict(frozen=True)
 
     run_id: str
     timestamp: dt.datetime
