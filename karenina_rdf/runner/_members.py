@@ -697,7 +697,7 @@ def _spec_model(store: Any, record: dict[str, Any], base_url: str | None) -> Mod
         max_tokens=int(record.get("max_tokens") or 4096),
         system_prompt=record.get("system_prompt"),
     )
-    return replace(spec, config_id=(record.get("identity") or {}).get("config_id"))
+    return replace(spec, config_id=record.get("config_id"))
 
 
 def _model_spec(

@@ -112,6 +112,8 @@ def _model_record(m: ModelSpec | dict[str, Any]) -> dict[str, Any]:
         "temperature": m.temperature,
         "max_tokens": m.max_tokens,
         "system_prompt": m.system_prompt,
+        # Part of the results' model identity: a resumed run must rebuild it to find its results.
+        **({"config_id": m.config_id} if m.config_id else {}),
     }
 
 

@@ -456,3 +456,42 @@ def test_generation_with_the_real_sandbox_checks_the_template() -> None:
         # The template rejects Rome as the reference answer: not stored, and said why.
         assert got["q1"]["success"] is False and "rejects the reference answer" in got["q1"]["error"]
         assert not b.has_template("q1")
+
+
+@pytest.mark.slow
+def test_karenina_s_model_configs_reach_an_openai_compatible_server(tmp_path: Path) -> None:
+    """Karenina's ModelConfig fields (as a dict) through HTTP to the fake chat server; the run
+    records them, so resume_verification rebuilds the models from the store alone."""
+    from karenina_rdf.runner import Sandbox
+    from tests.helpers.fake_llm_server import FakeLLM, kind
+
+    with FakeLLM() as llm, Store(tmp_path / "store") as store, Sandbox(workers=1) as sandbox:
+        llm.answers["What is the capital of France?"] = "paris"
+        llm.templates["What is the capital of Italy?"] = f"```python\n{T_CAPITAL}```"
+        b = Benchmark.create("http", store=store)
+        b.add_question("What is the capital of France?", "Paris", T_CAPITAL, question_id="q0")
+        b.add_question("What is the capital of Italy?", "Rome", question_id="q1")
+        model = {
+            "id": "fake",
+            "model_name": "fake-model",
+            "model_provider": "openai",
+            "interface": "openai_endpoint",
+            "endpoint_base_url": llm.base_url,
+            "endpoint_api_key": "sk-test",
+            "temperature": 0.0,
+        }
+        # Generation: the fake server's template rejects Rome, the reference answer.
+        got = b.generate_template_for_question(
+            "q1", "fake-model", "openai", 0, "openai_endpoint", endpoint_base_url=llm.base_url, sandbox=sandbox
+        )
+        assert got["success"] is False and "rejects the reference answer" in (got["error"] or "")
+        assert [kind(r) for r in llm.requests()][:1] == ["generate"]
+        b.mark_unfinished("q1")
+        config = {"answering_models": [model], "parsing_models": [model], "evaluation_mode": "template_only"}
+        first = b.run_verification(config, run_name="http", sandbox=sandbox)
+        row = first.results[0]
+        assert row["metadata"]["question_id"] == "q0" and row["template"]["verify_result"] is True
+        assert row["metadata"]["answering"]["interface"] == "openai_endpoint"
+        assert row["metadata"]["answering"]["model_name"] == "fake-model"
+        again = b.resume_verification(first.metadata["run_id"], sandbox=sandbox)
+        assert again.metadata["report"]["skipped"] == 1 and again.metadata["run_id"] == first.metadata["run_id"]
