@@ -33,7 +33,7 @@ from karenina_rdf._errors import (
     validation_message,
 )
 from karenina_rdf.authoring import Benchmark as AuthoringBenchmark
-from karenina_rdf.results import export_run, resolve_run, run_summary
+from karenina_rdf.results import canonical_key, export_run, resolve_run, run_summary
 
 from ._generate import GeneratedTemplate, generate_one
 from ._models import INTERFACES, Transport
@@ -371,6 +371,61 @@ class Benchmark(AuthoringBenchmark):
             resume=run_id,
         )
 
+    def extend_template(
+        self,
+        prior_results: Any,
+        config: Any,
+        *,
+        run_name: str | None = None,
+        question_ids: list[str] | None = None,
+        async_enabled: bool | None = None,
+        progress_callback: Callable[[float, str], None] | None = None,
+        sink: Any = None,
+        store: bool = True,
+        sandbox: SandboxLike | None = None,
+    ) -> VerificationResultSet:
+        """Extend a run made by ``run_verification`` with more judges, answerers or replicates:
+        ``config`` is the final state (every answerer of the prior run, every judge,
+        ``replicate_count`` at least the prior one), as Karenina's. The prior answers are graded
+        by the new judges (no answering model is called for them), new answerers and replicates
+        answer live, results already stored are not run again. The new results go into the same
+        stored run, and the set returned holds all of its results, prior ones first, as
+        Karenina's merged set does."""
+        if sink is not None:
+            raise InvalidValueError("sink is not supported: the new results are written to the prior run's store")
+        if store is not True:
+            raise InvalidValueError("store=False is not supported: results are always stored, in the prior run")
+        run_id = (getattr(prior_results, "metadata", None) or {}).get("run_id")
+        rows = list(getattr(prior_results, "results", None) or [])
+        if not isinstance(run_id, str) or not all(isinstance(r, dict) for r in rows):
+            raise InvalidTypeError(
+                "prior_results must be a VerificationResultSet returned by run_verification here "
+                "(its run is in the store)"
+            )
+        if not rows:
+            raise InvalidValueError("prior_results must contain at least one VerificationResult")
+        if _get(config, "replay_store") is not None:
+            raise InvalidValueError(
+                "config.replay_store must be None; extend_template builds the replay store internally "
+                "from prior_results"
+            )
+        plan = verification_plan(self.store, config, async_enabled)
+        _check_extension(rows, plan, _get(config, "replicate_count", 1) or 1)
+        names = {r["metadata"].get("run_name") for r in rows} - {None}
+        if len(names) > 1:
+            raise InvalidValueError(
+                f"prior_results rows carry inconsistent run_names ({sorted(names)}); "
+                "pass run_name= explicitly to extend_template"
+            )
+        prior_name = next(iter(names), None)
+        if run_name is not None and run_name != prior_name:
+            # Karenina restamps the merged rows; here they are stored, and the run keeps its name.
+            raise InvalidValueError(
+                f"run_name={run_name!r}: the prior run is named {prior_name!r}, and its stored results keep it"
+            )
+        ids = list(question_ids) if question_ids is not None else sorted({r["metadata"]["question_id"] for r in rows})
+        return self._verify(plan, ids, prior_name, progress_callback, sandbox, resume=run_id, extend=True)
+
     def _stored_plan(self, run_id: str, stored: dict[str, Any], async_enabled: bool | None) -> VerificationPlan:
         """The models and options a run recorded, rebuilt to resume it."""
         specs = [m.get("spec") for m in [*stored["answerers"], *stored["judges"]]]
@@ -396,6 +451,7 @@ class Benchmark(AuthoringBenchmark):
         progress_callback: Callable[[float, str], None] | None,
         sandbox: SandboxLike | None,
         resume: str | None,
+        extend: bool = False,
     ) -> VerificationResultSet:
 
         try:
@@ -421,6 +477,7 @@ class Benchmark(AuthoringBenchmark):
             cost=cost_usd,
             extra_config={"transport": {"replay": None, "record": None, "cache": None, "base_url": plan.base_url}},
             progress_callback=progress_callback,
+            extend=extend,
         )
         return result_set(self.store, report)
 
@@ -608,6 +665,31 @@ def verification_plan(store: Any, config: Any, async_enabled: bool | None) -> Ve
         # them from it): kept when the models share one.
         base_url=next(iter(bases)) if len(bases) == 1 else None,
     )
+
+
+def _check_extension(rows: list[dict[str, Any]], plan: VerificationPlan, replicate_count: int) -> None:
+    """Karenina's checks of an extension: every prior answerer is configured, and the replicate
+    count does not shrink."""
+    prior = {canonical_key(r["metadata"].get("answering")) for r in rows}
+    configured = {canonical_key(m.identity) for m in plan.answerers}
+    missing = prior - configured
+    if missing:
+        raise InvalidValueError(
+            "config.answering_models does not cover the answering identities in "
+            f"prior_results. Missing keys: {sorted(missing)}. Configured keys: {sorted(configured)}."
+        )
+    fanout: dict[tuple[Any, ...], set[Any]] = {}
+    for r in rows:
+        m = r["metadata"]
+        key = (m["question_id"], canonical_key(m.get("answering")), canonical_key(m.get("parsing")))
+        fanout.setdefault(key, set()).add(m.get("replicate"))
+    observed = max((len(v) for v in fanout.values()), default=0)
+    if replicate_count < observed:
+        raise InvalidValueError(
+            f"config.replicate_count={replicate_count} is lower than the replicate fan-out observed in "
+            f"prior_results (={observed}). Replicate reduction is not supported by extend_template; "
+            f"pass replicate_count>={observed}."
+        )
 
 
 def config_list(config: Any, which: str) -> list[Any]:

@@ -201,11 +201,15 @@ def run_verification(
     stop: threading.Event | None = None,
     informed_by: str | None = None,
     progress_callback: Any = None,
+    extend: bool = False,
 ) -> RunReport:
     """Run ``benchmark``'s finished questions past the answering models (or the recorded
     ``answers``, keyed by (question id, answerer key, replicate), of ``answer_identities``) and
     the judges; every result is stored as it completes, in run ``options.run_id`` (new) or in
-    run ``resume`` (continued: its stored results are not run again)."""
+    run ``resume`` (continued: its stored results are not run again). With ``extend`` the run
+    ``resume`` may be continued with more answerers, judges, replicates or questions (Karenina's
+    extend_template): its stored answers are graded by the new judges, and the configuration
+    given becomes the run's."""
     opts = options or RunOptions()
     started = time.time()
     bench_iri, bench_graph = store.graph_of(benchmark)
@@ -273,6 +277,7 @@ def run_verification(
         answer_identities,
         global_traits,
         resume,
+        extend,
     )
     done_keys = live.stored_keys()
     todo = [tk for tk in the_plan.tasks if _key(tk, opts.run_name) not in done_keys]
@@ -368,17 +373,21 @@ def _open_run(
     identities: list[dict[str, Any]] | None,
     global_traits: list[RubricTrait],
     resume: str | None,
+    extend: bool = False,
 ) -> LiveRun:
     if resume is not None:
         stored = stored_config(store, resume)
-        keys = ("benchmark_iri", "mode", "replicates", "questions", "answerers", "judges", "run_name")
+        keys: tuple[str, ...] = ("benchmark_iri", "mode", "replicates", "questions", "answerers", "judges", "run_name")
+        if extend:  # more models, replicates or questions: what the results are must not change
+            keys = ("benchmark_iri", "mode", "run_name")
         diff = [k for k in keys if stored.get(k) != config.get(k)]
         if diff:
             raise VerificationError(
                 f"run {resume!r} was started with other settings ({', '.join(diff)}): "
                 "resume it with the settings it was started with"
             )
-        config = stored
+        if not extend:
+            config = stored
     now = time.time()
     header: dict[str, Any] = {
         "format_version": "2.2",

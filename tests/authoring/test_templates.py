@@ -495,3 +495,79 @@ def test_karenina_s_model_configs_reach_an_openai_compatible_server(tmp_path: Pa
         assert row["metadata"]["answering"]["model_name"] == "fake-model"
         again = b.resume_verification(first.metadata["run_id"], sandbox=sandbox)
         assert again.metadata["report"]["skipped"] == 1 and again.metadata["run_id"] == first.metadata["run_id"]
+
+
+@pytest.mark.slow
+def test_extend_template_adds_a_judge_and_a_replicate_to_the_stored_run() -> None:
+    """Karenina's extend_template: prior answers graded by the new judge without calling the
+    answerer again, a new replicate answered live, prior results passed through."""
+    from karenina_rdf.runner import Sandbox
+
+    calls: list[str] = []
+
+    def answers(request: ChatRequest) -> str:
+        calls.append(request.messages[-1].content)
+        return _answers(request)
+
+    answerer = ModelSpec(FunctionProvider(answers), "fake-a", "claude_tool", spec="anthropic:fake-a")
+    judge = ModelSpec(FunctionProvider(_judge), "fake-j", "claude_tool", spec="anthropic:fake-j")
+    judge2 = ModelSpec(FunctionProvider(_judge), "fake-j2", "claude_tool", spec="anthropic:fake-j2")
+    with Store.memory() as store, Sandbox(workers=1) as sandbox:
+        b = Benchmark.create("extend", store=store)
+        b.add_question("What is the capital of France?", "Paris", T_CAPITAL, question_id="q0")
+        prior = b.run_verification(
+            {"answering_models": [answerer], "parsing_models": [judge]}, run_name="base", sandbox=sandbox
+        )
+        assert len(prior) == 1 and len(calls) == 1
+        with pytest.raises(InvalidValueError, match="does not cover the answering identities"):
+            b.extend_template(prior, {"answering_models": [judge2], "parsing_models": [judge]}, sandbox=sandbox)
+        with pytest.raises(InvalidValueError, match="run_name='other'"):
+            b.extend_template(
+                prior, {"answering_models": [answerer], "parsing_models": [judge]}, run_name="other", sandbox=sandbox
+            )
+        merged = b.extend_template(
+            prior, {"answering_models": [answerer], "parsing_models": [judge, judge2]}, sandbox=sandbox
+        )
+        assert len(calls) == 1  # the new judge graded the stored answer
+        assert merged.metadata["run_id"] == prior.metadata["run_id"]
+        assert merged.results[0] == prior.results[0]  # the prior result, verbatim
+        assert sorted(r["metadata"]["parsing"]["model_name"] for r in merged) == ["fake-j", "fake-j2"]
+        assert {r["metadata"]["run_name"] for r in merged} == {"base"}
+        more = b.extend_template(
+            merged,
+            {"answering_models": [answerer], "parsing_models": [judge, judge2], "replicate_count": 2},
+            sandbox=sandbox,
+        )
+        # As in Karenina: a one-replicate run's results have replicate None, so two replicates
+        # are replicates 1 and 2, both new: answered once each, graded by both judges.
+        assert len(more) == 6 and len(calls) == 3
+        assert sorted(str(r["metadata"]["replicate"]) for r in more) == ["1", "1", "2", "2", "None", "None"]
+        with pytest.raises(InvalidValueError, match="replicate_count=1 is lower"):
+            b.extend_template(more, {"answering_models": [answerer], "parsing_models": [judge]}, sandbox=sandbox)
+        assert [s.run_id for s in store.runs()] == [prior.metadata["run_id"]]
+
+
+@pytest.mark.parametrize(
+    ("prior", "kwargs", "kind", "message"),
+    [
+        ({"results": []}, {}, InvalidTypeError, "must be a VerificationResultSet returned by run_verification"),
+        (None, {"sink": object()}, InvalidValueError, "sink is not supported"),
+        (None, {"store": False}, InvalidValueError, "store=False is not supported"),
+    ],
+)
+def test_extend_template_refusals(
+    bench: Benchmark, prior: Any, kwargs: dict[str, Any], kind: type[Exception], message: str
+) -> None:
+    from karenina_rdf.runner import VerificationResultSet
+
+    given = VerificationResultSet(results=[], metadata={"run_id": "r"}) if prior is None else prior
+    with pytest.raises(kind, match=message):
+        bench.extend_template(given, _config(), **kwargs)
+
+
+def test_extend_template_needs_prior_results(bench: Benchmark) -> None:
+    from karenina_rdf.runner import VerificationResultSet
+
+    empty = VerificationResultSet(results=[], metadata={"run_id": "r"})
+    with pytest.raises(InvalidValueError, match="prior_results must contain at least one VerificationResult"):
+        bench.extend_template(empty, _config())

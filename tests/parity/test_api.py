@@ -67,7 +67,6 @@ NOT_YET = {
     "clone",
     "count_by_field",
     "extend_rubric",
-    "extend_template",
     "filter_by_custom_metadata",
     "filter_questions",
     "get_all_questions_as_objects",
