@@ -119,13 +119,12 @@ class Benchmark(AuthoringBenchmark):
             return self._generate_one(question_id, spec, sb)
 
     def _generate_one(self, question_id: str, spec: ModelSpec, sandbox: SandboxLike) -> dict[str, Any]:
-
         try:
             q = self._view(question_id)
             made = generate_one(spec, sandbox, question_id, q.question, q.raw_answer, q.answer_notes)
             return self._store_generated(made)
-        except Exception as exc:  # Karenina reports any failure in the dict, never raises
-            return {"success": False, "template_code": "", "error": str(exc), "raw_response": None, "skipped": False}
+        except Exception as exc:  # Karenina reports any failure of one question in its dict
+            return _failed(str(exc))
 
     def _store_generated(self, made: GeneratedTemplate) -> dict[str, Any]:
         if not made.stored:
@@ -159,6 +158,7 @@ class Benchmark(AuthoringBenchmark):
     ) -> dict[str, dict[str, Any]]:
         """Generate templates for ``question_ids``; a result dict per question (see
         ``generate_template_for_question``), progress events and cancellation as Karenina's."""
+        self._check_ids(question_ids)  # before the model is built, as Karenina checks first
         spec = model_spec or generation_model(
             self, model, model_provider, temperature, interface, endpoint_base_url, endpoint_api_key
         )
@@ -226,10 +226,7 @@ class Benchmark(AuthoringBenchmark):
         cancel_event: threading.Event | None,
         sandbox: SandboxLike | None,
     ) -> dict[str, dict[str, Any]]:
-        known = self._id_set()
-        invalid = [qid for qid in question_ids if qid not in known]
-        if invalid:
-            raise QuestionNotFoundError(f"Questions not found: {invalid}")
+        self._check_ids(question_ids)
         workers = _max_workers(max_workers)
         progress = _GenerationProgress(len(question_ids), progress_callback)
         results: dict[str, dict[str, Any]] = {}
@@ -260,6 +257,12 @@ class Benchmark(AuthoringBenchmark):
         else:
             progress.emit("job_completed")
         return results
+
+    def _check_ids(self, question_ids: list[str]) -> None:
+        known = self._id_set()
+        invalid = [qid for qid in question_ids if qid not in known]
+        if invalid:
+            raise QuestionNotFoundError(f"Questions not found: {invalid}")
 
     def _generate_parallel(
         self,
