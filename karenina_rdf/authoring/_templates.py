@@ -76,12 +76,12 @@ class TemplateMembers(BenchmarkCore):
     """Answer templates, their generation, verification runs and optimisation history."""
 
     # -- reading -------------------------------------------------------------------------
-    def _view(self, question_id: str) -> Question:
+    def _question_value(self, question_id: str) -> Question:
         item = self._item_json(question_id)
         item.setdefault("@id", question_id)
         return question_from_item(item, question_iri(self.iri, question_id))
 
-    def _ids(self) -> list[str]:
+    def _template_ids(self) -> list[str]:
         items = ordered_items(self.store.oxigraph, self._graph, self.iri)
         return [owned[0] for i in items if (owned := owning_question(self.iri, i))]
 
@@ -105,12 +105,12 @@ class TemplateMembers(BenchmarkCore):
 
     def has_template(self, question_id: str) -> bool:
         try:
-            return self._view(question_id).has_template
+            return self._question_value(question_id).has_template
         except QuestionNotFoundError:
             return False
 
     def get_template(self, question_id: str) -> str:
-        q = self._view(question_id)
+        q = self._question_value(question_id)
         if not q.answer_template or is_default_template(q.answer_template, q.question):
             raise InvalidValueError(f"Question {question_id} has no template")
         return q.answer_template
@@ -127,10 +127,10 @@ class TemplateMembers(BenchmarkCore):
         """The finished questions (of ``question_ids``, when given) as verification takes them;
         Karenina's default template counts."""
         out = []
-        for qid in self._ids():
+        for qid in self._template_ids():
             if question_ids is not None and qid not in question_ids:
                 continue
-            q = self._view(qid)
+            q = self._question_value(qid)
             if not q.finished:
                 continue
             text = q.question
@@ -153,7 +153,7 @@ class TemplateMembers(BenchmarkCore):
     def apply_global_template(self, template_code: str) -> list[str]:
         """Give ``template_code`` to every question without a template of its own; their ids."""
         updated = []
-        for qid in self._ids():
+        for qid in self._template_ids():
             if not self.has_template(qid):
                 self.add_answer_template(qid, template_code)
                 updated.append(qid)
@@ -162,8 +162,8 @@ class TemplateMembers(BenchmarkCore):
     def validate_templates(self) -> tuple[bool, list[dict[str, str]]]:
         """Karenina's check: every template (default ones included) parses as Python."""
         errors = []
-        for qid in self._ids():
-            code = self._view(qid).answer_template
+        for qid in self._template_ids():
+            code = self._question_value(qid).answer_template
             if not code:
                 continue
             try:
@@ -175,7 +175,7 @@ class TemplateMembers(BenchmarkCore):
         return not errors, errors
 
     def _templates_by_id(self) -> dict[str, str]:
-        return {qid: self.get_template(qid) for qid in self._ids() if self.has_template(qid)}
+        return {qid: self.get_template(qid) for qid in self._template_ids() if self.has_template(qid)}
 
     def _write_backup(self, path: Path) -> None:
         tmp = path.with_name(f".{path.name}.partial")
@@ -191,7 +191,7 @@ class TemplateMembers(BenchmarkCore):
         except (OSError, ValueError):
             return 0
         restored = 0
-        known = self._id_set()
+        known = self._template_id_set()
         for qid, code in blocks.items() if isinstance(blocks, dict) else ():
             if qid not in known or self.has_template(qid):
                 continue
@@ -226,7 +226,7 @@ class TemplateMembers(BenchmarkCore):
                 check_template(code)
             except InvalidValueError as exc:
                 raise InvalidValueError(f"{path}: question {qid!r}: {exc}") from None
-        known = self._id_set()
+        known = self._template_id_set()
         results: dict[str, bool] = {}
         for qid, code in blocks.items():
             if qid not in known or (not force_overwrite and self.has_template(qid)):
@@ -239,8 +239,8 @@ class TemplateMembers(BenchmarkCore):
                 results[qid] = False
         return results
 
-    def _id_set(self) -> set[str]:
-        return set(self._ids())
+    def _template_id_set(self) -> set[str]:
+        return set(self._template_ids())
 
     # -- optimisation --------------------------------------------------------------------
     def optimize(

@@ -108,7 +108,7 @@ class Benchmark(AuthoringBenchmark):
         """Generate and store a template for one question (Karenina's result dict: ``success``,
         ``template_code``, ``error``, ``raw_response``, ``skipped``). ``model_spec`` (a runner
         model, e.g. a fake) and ``sandbox`` replace the model and sandbox built here."""
-        if question_id not in self._id_set():
+        if question_id not in self._template_id_set():
             raise QuestionNotFoundError(f"Question not found: {question_id}")
         if not force_regenerate and self.has_template(question_id):
             return _skipped(self.get_template(question_id))
@@ -120,7 +120,7 @@ class Benchmark(AuthoringBenchmark):
 
     def _generate_one(self, question_id: str, spec: ModelSpec, sandbox: SandboxLike) -> dict[str, Any]:
         try:
-            q = self._view(question_id)
+            q = self._question_value(question_id)
             made = generate_one(spec, sandbox, question_id, q.question, q.raw_answer, q.answer_notes)
             return self._store_generated(made)
         except Exception as exc:  # Karenina reports any failure of one question in its dict
@@ -203,9 +203,9 @@ class Benchmark(AuthoringBenchmark):
             if backup.exists() and not force_regenerate:
                 self._restore_backup(backup)
         if only_missing and not force_regenerate:
-            ids = [qid for qid in self._ids() if not self.has_template(qid)]
+            ids = [qid for qid in self._template_ids() if not self.has_template(qid)]
         else:
-            ids = self._ids()
+            ids = self._template_ids()
         if not ids:
             return {}
         spec = model_spec or generation_model(
@@ -259,7 +259,7 @@ class Benchmark(AuthoringBenchmark):
         return results
 
     def _check_ids(self, question_ids: list[str]) -> None:
-        known = self._id_set()
+        known = self._template_id_set()
         invalid = [qid for qid in question_ids if qid not in known]
         if invalid:
             raise QuestionNotFoundError(f"Questions not found: {invalid}")
@@ -282,7 +282,7 @@ class Benchmark(AuthoringBenchmark):
             started = _clock()
             if not force and self.has_template(qid):
                 return _skipped(self.get_template(qid)), _clock() - started
-            q = self._view(qid)
+            q = self._question_value(qid)
             made = generate_one(spec, sandbox, qid, q.question, q.raw_answer, q.answer_notes)
             return made, _clock() - started
 
