@@ -9,7 +9,8 @@ What cannot run offline in Karenina is not driven here: template generation and 
 a model through Karenina's adapters (LangChain, Anthropic's SDK), and GEPA's ``optimize`` calls
 one too. (Pointed at the fake chat server of tests/helpers/fake_llm_server.py with interface
 ``openai_endpoint``, Karenina's answering call streams, ``"stream": true``, which that server does
-not speak: the run records "No generation chunks were returned" for every question.) Their result shapes follow Karenina's source, read for this (benchmark_helpers'
+not speak: the run records "No generation chunks were returned" for every question.) Their
+result shapes follow Karenina's source, read for this (benchmark_helpers'
 ``generate_template_for_question``: the ``success``/``template_code``/``error``/``raw_response``/
 ``skipped`` dict; ``VerificationResultSet.results``: Karenina's ``VerificationResult`` records),
 and are tested with fake models in tests/authoring/test_templates.py.
