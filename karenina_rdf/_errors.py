@@ -14,6 +14,9 @@
     │   │                                    that does not parse, or an option this install cannot
     │   │                                    serve (pyshacl not installed)
     │   └── InvalidTypeError (TypeError)     an argument of a type the API does not take
+    ├── FeatureUnavailableError (ImportError) a Karenina feature karenina-rdf does not have
+    │                                        (GEPA optimisation), where Karenina raises ImportError
+    │                                        when its optional dependency is missing
     ├── StoreError                           the store (or its SPARQL server) cannot be opened, read
     │                                        or written
     └── VerificationError                    a run cannot start or go on (bad options, no tasks)
@@ -107,6 +110,11 @@ class InvalidValueError(KareninaRDFError, ValueError):
 
 class InvalidTypeError(InvalidValueError, TypeError):
     """An argument of a type the API does not take (Karenina raises ``TypeError`` here)."""
+
+
+class FeatureUnavailableError(KareninaRDFError, ImportError):
+    """A member of Karenina's API whose machinery karenina-rdf does not have (``optimize``):
+    ``ImportError``, as Karenina raises when the optional dependency it needs is missing."""
 
 
 class StoreError(KareninaRDFError):

@@ -139,7 +139,7 @@ CASES: list[tuple[str, Callable[[World], Any], type[KareninaRDFError], str]] = [
         "a template that is a number",
         lambda w: w.bench.add_answer_template(w.qid, 42),  # type: ignore[arg-type]
         InvalidTypeError,
-        r"template must be a string or a class, got int",
+        r"template must be a string or BaseAnswer subclass, got int",
     ),
     (
         "a template class without BaseAnswer",

@@ -30,6 +30,7 @@ EXPECTED = sorted(
         "CheckpointError",
         "DuplicateQuestionError",
         "EndpointSettings",
+        "FeatureUnavailableError",
         "ImportReport",
         "ImportResult",
         "InvalidTypeError",

@@ -7,9 +7,7 @@ importer's own rules and applied as a diff, so the authoring API and import cann
 
 from __future__ import annotations
 
-import inspect
 import re
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,7 +23,6 @@ from karenina_rdf.checkpoint import (
     RubricTrait,
     coerce_trait,
     default_template,
-    is_default_template,
     template_name,
 )
 from karenina_rdf.rdf import (
@@ -38,12 +35,12 @@ from karenina_rdf.rdf import (
     shadowed_items,
     solutions,
 )
-from karenina_rdf.validation import TEMPLATE_DEFINES_ANSWER, TEMPLATE_PARSES, template_problems
 
 from ._core import _NOT_GIVEN, BenchmarkCore, _dumps, _now, _pv, _set_pv, _StoredIds
 from ._question import Question, as_question
 from ._questions import QuestionMembers
 from ._reports import ReportMembers
+from ._templates import TemplateMembers, template_code_of
 
 _MATCH_MODES = ("exact", "contains", "in", "regex")
 
@@ -84,7 +81,7 @@ def benchmark_info(header: dict[str, Any], *, benchmark_id: str, iri: str, quest
     )
 
 
-class Benchmark(QuestionMembers, ReportMembers, BenchmarkCore):
+class Benchmark(QuestionMembers, ReportMembers, TemplateMembers, BenchmarkCore):
     """One benchmark in a :class:`Store`, addressed by its IRI."""
 
     # -- construction ----------------------------------------------------------------------
@@ -312,7 +309,7 @@ class Benchmark(QuestionMembers, ReportMembers, BenchmarkCore):
                 "Cannot add standalone questions to a scenario benchmark. "
                 "Scenarios and standalone questions cannot coexist in the same benchmark."
             )
-        code = _template_code(answer_template) if answer_template is not None else default_template(text)
+        code = template_code_of(answer_template) if answer_template is not None else default_template(text)
         existing = _StoredIds(self)
         if question_id is None:
             question_id = generate_question_id(text, existing)
@@ -515,34 +512,6 @@ class Benchmark(QuestionMembers, ReportMembers, BenchmarkCore):
         total = len(self)
         return 0.0 if total == 0 else self.finished_count / total * 100
 
-    # -- templates -------------------------------------------------------------------------
-    def add_answer_template(self, question_id: str, template_code: str | type) -> None:
-        code = _template_code(template_code)
-        _check_template(code)
-
-        def change(q: dict[str, Any]) -> None:
-            part = q.get("hasPart") or {
-                "@type": "SoftwareSourceCode",
-                "name": template_name(q["text"]),
-                "programmingLanguage": "Python",
-            }
-            part["text"] = code
-            q["hasPart"] = part
-
-        self._edit_question(question_id, change)
-
-    def has_template(self, question_id: str) -> bool:
-        try:
-            return self.question_view(question_id).has_template
-        except QuestionNotFoundError:
-            return False
-
-    def get_template(self, question_id: str) -> str:
-        q = self.question_view(question_id)
-        if not q.answer_template or is_default_template(q.answer_template, q.question):
-            raise InvalidValueError(f"Question {question_id} has no template")
-        return q.answer_template
-
     # -- rubrics ---------------------------------------------------------------------------
     def add_global_rubric_trait(self, trait: RubricTrait | dict[str, Any]) -> None:
         rating = coerce_trait(trait).to_rating("Global")
@@ -632,36 +601,6 @@ def _creator_name(value: Any) -> str:
 def _properties(header: dict[str, Any]) -> dict[str, Any]:
     """Karenina's ``get_all_custom_properties``: every benchmark property, system ones included."""
     return {pv["name"]: pv.get("value") for pv in header.get("additionalProperty") or []}
-
-
-def _template_code(template: str | type) -> str:
-    """A template's source: the string itself, or a ``BaseAnswer`` subclass's source kept as
-    written, class name included (Karenina's resolve_template_code: ``_source_code`` or
-    ``get_source_code()`` first, for classes made by exec, then ``inspect.getsource``)."""
-    if isinstance(template, str):
-        return template
-    if inspect.isclass(template):
-        if not any(c.__name__ == "BaseAnswer" for c in template.__mro__[1:]):
-            raise InvalidTypeError(f"Template class must inherit from BaseAnswer, got {template.__name__}")
-        getter = getattr(template, "get_source_code", None)
-        source = getter() if callable(getter) else getattr(template, "_source_code", None)
-        if not isinstance(source, str):
-            try:
-                source = inspect.getsource(template)
-            except (OSError, TypeError) as exc:
-                raise InvalidValueError(
-                    f"Could not extract source code from class {template.__name__}: {exc}"
-                ) from None
-        return textwrap.dedent(source)
-    raise InvalidTypeError(f"template must be a string or a class, got {type(template).__name__}")
-
-
-def _check_template(code: str) -> None:
-    """Static check (the code is never run here), as Karenina's add_answer_template refuses: the
-    code parses and has exactly one leaf class deriving from BaseAnswer, by any name."""
-    for check, message in template_problems(code):
-        if check in (TEMPLATE_PARSES, TEMPLATE_DEFINES_ANSWER):
-            raise InvalidValueError(f"Invalid template: {message}")
 
 
 def _matches(field: Any, value: Any, mode: str) -> bool:
