@@ -56,7 +56,9 @@ def _esc(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
 
 
-def _json_field(m: _Mapper, s: str, pred: str, node: dict[str, Any], key: str, ptr: str, kinds: tuple[type, ...]) -> None:
+def _json_field(
+    m: _Mapper, s: str, pred: str, node: dict[str, Any], key: str, ptr: str, kinds: tuple[type, ...]
+) -> None:
     """A free-JSON field of Karenina's models (an object, or for a condition a list) as rdf:JSON."""
     if node.get(key) is None:
         return  # absent or null: Karenina's exclude_none save leaves it out
@@ -241,7 +243,9 @@ def scenario_json(index: Index, s: str) -> dict[str, Any]:
     out: dict[str, Any] = {"@type": "karenina:Scenario", "name": first(index, s, SCHEMA + "name")}
     out["description"] = first(index, s, SCHEMA + "description") or ""
     out["entryNode"] = first(index, s, KAR.entryNode)
-    out["nodes"] = {first(index, n, SCHEMA + "identifier"): _node_json(index, n) for n in _ordered(index, s, KAR.scenarioNode)}
+    out["nodes"] = {
+        first(index, n, SCHEMA + "identifier"): _node_json(index, n) for n in _ordered(index, s, KAR.scenarioNode)
+    }
     out["edges"] = [_edge_json(index, e) for e in _ordered(index, s, KAR.scenarioEdge)]
     out["outcomeCriteria"] = [_outcome_json(index, o) for o in _ordered(index, s, KAR.scenarioOutcome)]
     out["metadata"] = first(index, s, KAR.scenarioMetadata) or {}

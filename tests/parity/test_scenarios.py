@@ -360,7 +360,9 @@ def test_what_we_export_is_what_came_in_and_what_karenina_saves(variants: dict[s
             broken.append(resaved)
             for doc in (theirs, mine):
                 for s in doc["hasPart"]:
-                    s["outcomeCriteria"] = [o for o in s["outcomeCriteria"] if not (o.get("check") or {}).get("conditions")]
+                    s["outcomeCriteria"] = [
+                        o for o in s["outcomeCriteria"] if not (o.get("check") or {}).get("conditions")
+                    ]
         assert _without_save_time(mine) == _without_save_time(theirs), name
         # Byte for byte too (the save time aside): the layout is Karenina's json.dump.
         if not _karenina_resave_breaks(json.loads(resaved.read_text(encoding="utf-8"))):
