@@ -22,7 +22,6 @@ from karenina_rdf.rdf import (
     SCHEMA,
     TRAIT_TYPES,
     benchmark_iri,
-    child_iri,
     derived_benchmark_id,
     generate_question_id,
     item_iri,

@@ -70,7 +70,8 @@ GRAPH = [
     ),
     (
         "SELECT ?name ?answer ?language WHERE { ?n karenina:question ?q . ?q schema:text ?name ;"
-        " schema:acceptedAnswer/schema:text ?answer ; schema:hasPart/schema:programmingLanguage ?language } ORDER BY ?name",
+        " schema:acceptedAnswer/schema:text ?answer ; schema:hasPart/schema:programmingLanguage ?language }"
+        " ORDER BY ?name",
         [("Are you sure?", "Yes", "Python"), ("What is X?", "Y", "Python")],
     ),
     (
