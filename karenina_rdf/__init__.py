@@ -25,6 +25,7 @@ from ._errors import (
     ProviderError,
     QueryNotFoundError,
     QuestionNotFoundError,
+    ScenarioNotFoundError,
     StoreError,
     VerificationError,
 )
@@ -76,6 +77,7 @@ __all__ = [
     "RubricTrait",
     "RunSummary",
     "SCHEMA",
+    "ScenarioNotFoundError",
     "Store",
     "StoreError",
     "VerificationError",

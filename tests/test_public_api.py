@@ -47,6 +47,7 @@ EXPECTED = sorted(
         "ResultsImport",
         "RubricTrait",
         "RunSummary",
+        "ScenarioNotFoundError",
         "Store",
         "StoreError",
         "VerificationError",

@@ -43,6 +43,7 @@ from karenina_rdf.validation import TEMPLATE_DEFINES_ANSWER, TEMPLATE_PARSES, te
 
 from ._core import _NOT_GIVEN, BenchmarkCore, _dumps, _now, _pv, _set_pv, _StoredIds
 from ._question import Question, question_from_item
+from ._scenarios import ScenarioMembers
 
 _MATCH_MODES = ("exact", "contains", "in", "regex")
 
@@ -83,7 +84,7 @@ def benchmark_info(header: dict[str, Any], *, benchmark_id: str, iri: str, quest
     )
 
 
-class Benchmark(BenchmarkCore):
+class Benchmark(ScenarioMembers, BenchmarkCore):
     """One benchmark in a :class:`Store`, addressed by its IRI."""
 
     # -- construction ----------------------------------------------------------------------

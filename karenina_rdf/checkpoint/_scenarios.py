@@ -19,10 +19,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from karenina_rdf.rdf import KAR, RDF, SCHEMA, Index, child_iri, md5_hex
+from karenina_rdf.rdf import KAR, RDF, SCHEMA, child_iri, md5_hex
 from karenina_rdf.rdf import terms as t
 
-from ._properties import first
+from ._properties import Index, first
 
 END = "__end__"  # Karenina's END: an edge to it ends the scenario
 
