@@ -336,7 +336,8 @@ SELECT ?s ?spos ?name ?description ?n ?pos ?key ?entry ?q ?text ?answer ?identit
   OPTIONAL { ?s karenina:scenarioNode ?n . ?n karenina:position ?pos ; schema:identifier ?key .
     BIND(EXISTS { ?s karenina:entry ?n } AS ?entry)
     OPTIONAL { ?n karenina:agentIdentity ?identity }
-    OPTIONAL { ?n karenina:question ?q . ?q schema:text ?text OPTIONAL { ?q schema:acceptedAnswer/schema:text ?answer } } }
+    OPTIONAL { ?n karenina:question ?q . ?q schema:text ?text
+      OPTIONAL { ?q schema:acceptedAnswer/schema:text ?answer } } }
 }
 ORDER BY ?spos ?pos"""
 _SCENARIO_EDGES = """
