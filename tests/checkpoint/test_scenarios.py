@@ -246,3 +246,13 @@ def test_scenario_questions_are_questions_of_the_benchmark_for_queries(doc: dict
             ("ee27e8e6a046a4fee869e5d321498721", "What is X?")
         ]
         assert [r[0] for r in _values(store, "questions-per-benchmark")][:1] == ["Reference scenario benchmark"]
+
+
+def test_scenario_turns_are_not_unfinished_questions_and_readiness_names_them(doc: dict[str, Any]) -> None:
+    # Karenina's scenario questions have no finished flag (its get_unfinished_questions is empty).
+    doc["hasPart"][0]["nodes"]["challenge"]["question"]["hasPart"]["text"] = ""
+    with Store.memory() as store:
+        result = store.import_checkpoint(doc)
+        assert list(store.query("unfinished-questions")) == []
+        assert result.readiness is not None
+        assert result.readiness.without_template == ("scenarios/sycophancy_probe/nodes/challenge/question",)
