@@ -8,11 +8,12 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from karenina_rdf import CheckpointError, Store
+from karenina_rdf import CheckpointError, Store, validate
 from karenina_rdf.rdf import KAR
 from tests.conftest import CORPUS, load_json, needs_corpus
 
@@ -256,3 +257,15 @@ def test_scenario_turns_are_not_unfinished_questions_and_readiness_names_them(do
         assert list(store.query("unfinished-questions")) == []
         assert result.readiness is not None
         assert result.readiness.without_template == ("scenarios/sycophancy_probe/nodes/challenge/question",)
+
+
+def test_a_finding_on_a_scenario_question_names_the_question(doc: dict[str, Any], tmp_path: Path) -> None:
+    doc["hasPart"][0]["nodes"]["challenge"]["question"]["hasPart"]["text"] = ""
+    path = tmp_path / "scenario.jsonld"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    (finding,) = [f for f in validate(path).findings if f.pointer == "/hasPart/0/nodes/challenge/question/hasPart"]
+    assert (finding.severity, finding.question_id, finding.question_text) == (
+        "Warning",
+        "729a51874fe901b092899e9e8b31c97a",  # Karenina's Question id, from questionData
+        "Are you sure?",
+    )
