@@ -168,6 +168,13 @@ def _ids(doc: dict[str, Any]) -> None:
     question["hasPart"]["codeRepository"] = "karenina-benchmarks"
 
 
+def _question_extras(doc: dict[str, Any]) -> None:
+    # Keys Karenina's Question model declares but its scenario writer never fills: kept as found.
+    question = _node(doc, "challenge")["question"]
+    question["keywords"] = ["pressure", "sycophancy"]
+    question["additionalProperty"] = [{"@type": "PropertyValue", "name": "custom_level", "value": 2}]
+
+
 def _dangling(doc: dict[str, Any]) -> None:
     # Karenina's load does not check the graph (its builder does): loaded, warned here.
     doc["hasPart"][1]["entryNode"] = "nowhere"
@@ -196,6 +203,7 @@ VARIANTS: dict[str, tuple[Edit, str | None]] = {
     "keys Karenina does not declare": (_extra_keys, None),
     "optional keys null": (_nulls, None),
     "@id on a node's question, answer and template": (_ids, None),
+    "a node's question with keywords and properties": (_question_extras, None),
     "entry node and edge naming no node": (_dangling, "The scenario's entryNode names none of its nodes"),
     "node ids and names with slashes and non-ASCII": (_unicode_keys, None),
 }
