@@ -27,6 +27,7 @@ from ._errors import (
     ProviderError,
     QueryNotFoundError,
     QuestionNotFoundError,
+    ScenarioNotFoundError,
     StoreError,
     VerificationError,
 )
@@ -79,6 +80,7 @@ __all__ = [
     "RubricTrait",
     "RunSummary",
     "SCHEMA",
+    "ScenarioNotFoundError",
     "Store",
     "StoreError",
     "VerificationError",

@@ -7,6 +7,7 @@
     ├── NotFoundError (LookupError)
     │   ├── BenchmarkNotFoundError          no benchmark matches the reference
     │   ├── QuestionNotFoundError (KeyError, ValueError)  no question with that id
+    │   ├── ScenarioNotFoundError (KeyError)  no scenario with that name
     │   └── QueryNotFoundError              no named query or .rq file by that name
     ├── AmbiguousBenchmarkError (LookupError) a name matches several benchmarks
     ├── DuplicateQuestionError (ValueError)  a question id that already exists
@@ -86,6 +87,13 @@ class BenchmarkNotFoundError(NotFoundError):
 
 class QuestionNotFoundError(NotFoundError, KeyError, ValueError):
     """No question with that id in the benchmark (Karenina raises ValueError here)."""
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
+class ScenarioNotFoundError(NotFoundError, KeyError):
+    """No scenario with that name in the benchmark (Karenina raises KeyError here)."""
 
     def __str__(self) -> str:  # KeyError would otherwise repr() the message
         return str(self.args[0]) if self.args else ""

@@ -48,6 +48,7 @@ EXPECTED = sorted(
         "ResultsImport",
         "RubricTrait",
         "RunSummary",
+        "ScenarioNotFoundError",
         "Store",
         "StoreError",
         "VerificationError",

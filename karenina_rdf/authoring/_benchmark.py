@@ -40,6 +40,7 @@ from ._core import _NOT_GIVEN, BenchmarkCore, _dumps, _now, _pv, _set_pv, _Store
 from ._question import Question, as_question
 from ._questions import QuestionMembers
 from ._reports import ReportMembers
+from ._scenarios import ScenarioMembers
 from ._templates import TemplateMembers, template_code_of
 
 _MATCH_MODES = ("exact", "contains", "in", "regex")
@@ -81,7 +82,7 @@ def benchmark_info(header: dict[str, Any], *, benchmark_id: str, iri: str, quest
     )
 
 
-class Benchmark(QuestionMembers, ReportMembers, TemplateMembers, BenchmarkCore):
+class Benchmark(QuestionMembers, ReportMembers, TemplateMembers, ScenarioMembers, BenchmarkCore):
     """One benchmark in a :class:`Store`, addressed by its IRI."""
 
     # -- construction ----------------------------------------------------------------------

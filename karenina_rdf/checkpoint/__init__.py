@@ -8,6 +8,7 @@ from ._json import too_long_integer, without_lone_surrogates
 from ._map import MappedBenchmark, identity, map_checkpoint, map_item, read_bytes, read_checkpoint, read_json
 from ._properties import finished_value
 from ._rubric import RubricTrait, coerce_trait
+from ._scenarios import scenario_json
 from ._template_defaults import default_template, is_default_template, template_name
 from ._traits import decode_json_string
 
@@ -28,6 +29,7 @@ __all__ = [
     "read_bytes",
     "read_checkpoint",
     "read_json",
+    "scenario_json",
     "template_name",
     "without_lone_surrogates",
     "too_long_integer",

@@ -976,7 +976,10 @@ def readiness(store: ox.Store, graph: ox.NamedNode, bench: str) -> Readiness:
     n, no_template, no_rubric = _question_sets(store, graph)
 
     def ids(iris: set[str]) -> tuple[str, ...]:
-        return tuple(sorted((owner[0] if (owner := owning_question(bench, q)) else q) for q in iris))
+        # A scenario node's question has no question id of the benchmark: named by its path there.
+        return tuple(
+            sorted((owner[0] if (owner := owning_question(bench, q)) else q.removeprefix(bench + "/")) for q in iris)
+        )
 
     return Readiness(
         questions=n,
