@@ -23,7 +23,6 @@ from karenina_rdf._store import Store
 from karenina_rdf.checkpoint import (
     CANONICAL_CONTEXT,
     RubricTrait,
-    coerce_trait,
     default_template,
     is_default_template,
     template_name,
@@ -43,6 +42,7 @@ from karenina_rdf.validation import TEMPLATE_DEFINES_ANSWER, TEMPLATE_PARSES, te
 
 from ._core import _NOT_GIVEN, BenchmarkCore, _dumps, _now, _pv, _set_pv, _StoredIds
 from ._question import Question, question_from_item
+from ._rubrics import RubricMembers
 
 _MATCH_MODES = ("exact", "contains", "in", "regex")
 
@@ -83,7 +83,7 @@ def benchmark_info(header: dict[str, Any], *, benchmark_id: str, iri: str, quest
     )
 
 
-class Benchmark(BenchmarkCore):
+class Benchmark(RubricMembers, BenchmarkCore):
     """One benchmark in a :class:`Store`, addressed by its IRI."""
 
     # -- construction ----------------------------------------------------------------------
@@ -496,46 +496,6 @@ class Benchmark(BenchmarkCore):
         if not q.answer_template or is_default_template(q.answer_template, q.question):
             raise InvalidValueError(f"Question {question_id} has no template")
         return q.answer_template
-
-    # -- rubrics ---------------------------------------------------------------------------
-    def add_global_rubric_trait(self, trait: RubricTrait | dict[str, Any]) -> None:
-        rating = coerce_trait(trait).to_rating("Global")
-        header = self._header()
-        ratings = [r for r in header.get("rating") or [] if "DynamicRubricTrait" not in r.get("additionalType", "")]
-        if any(r.get("name") == rating["name"] for r in ratings):
-            raise InvalidValueError(f"global rubric already has a trait named {rating['name']!r}")
-        header.update(rating=[*ratings, rating], dateModified=_now())
-        self._apply(self._header_update(header))
-
-    def get_global_rubric(self) -> list[RubricTrait] | None:
-        ratings = self._header().get("rating") or []
-        traits = [RubricTrait.from_rating(r) for r in ratings]
-        traits = [t for t in traits if not t.dynamic]
-        return traits or None
-
-    def clear_global_rubric(self) -> None:
-        """Remove every global trait, dynamic ones included (Karenina sets ``rating`` to None)."""
-        header = self._header()
-        header.pop("rating", None)
-        header["dateModified"] = _now()
-        self._apply(self._header_update(header))
-
-    def add_question_rubric_trait(self, question_id: str, trait: RubricTrait | dict[str, Any]) -> None:
-        rating = coerce_trait(trait).to_rating("QuestionSpecific")
-
-        def change(q: dict[str, Any]) -> None:
-            ratings = list(q.get("rating") or [])
-            if any(r.get("name") == rating["name"] for r in ratings):
-                raise InvalidValueError(f"question {question_id} already has a trait named {rating['name']!r}")
-            q["rating"] = [*ratings, rating]
-
-        self._edit_question(question_id, change)
-
-    def get_question_rubric(self, question_id: str) -> list[RubricTrait] | None:
-        try:
-            return self.get_question(question_id).question_rubric
-        except QuestionNotFoundError:
-            return None
 
     # -- filtering -------------------------------------------------------------------------
     def filter_by_metadata(self, field_path: str, value: Any, match_mode: str = "exact") -> list[Question]:
