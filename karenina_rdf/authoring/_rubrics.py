@@ -19,7 +19,15 @@ from typing import Any
 from pydantic import ValidationError
 
 from karenina_rdf._errors import InvalidValueError, QuestionNotFoundError, validation_message
-from karenina_rdf.checkpoint import TRAIT_FIELDS, DynamicRubric, Rubric, RubricTrait, coerce_trait, rubric_traits
+from karenina_rdf.checkpoint import (
+    TRAIT_FIELDS,
+    DynamicRubric,
+    Rubric,
+    RubricTrait,
+    coerce_trait,
+    read_as_karenina,
+    rubric_traits,
+)
 from karenina_rdf.rdf import ordered_items, owning_question
 
 from ._core import BenchmarkCore, _now, _StoredIds
@@ -41,7 +49,7 @@ def _type(rating: Any) -> str:
 
 
 def _traits(ratings: Any, types: frozenset[str]) -> list[RubricTrait]:
-    return [RubricTrait.from_rating(r) for r in ratings or [] if _type(r) in types]
+    return [read_as_karenina(r) for r in ratings or [] if _type(r) in types]
 
 
 def _rubric(cls: type[Rubric] | type[DynamicRubric], traits: list[RubricTrait]) -> Any:
@@ -206,7 +214,7 @@ class RubricMembers(BenchmarkCore):
         """The global dynamic rubric; None when the benchmark has none. A trait whose
         ``dynamic_trait_type`` Karenina does not know is skipped, as there."""
         ratings = [r for r in self._header().get("rating") or [] if _type(r) == GLOBAL_DYNAMIC]
-        traits = [RubricTrait.from_rating(r) for r in ratings if _dynamic_tag(r) in TRAIT_FIELDS]
+        traits = [read_as_karenina(r) for r in ratings if _dynamic_tag(r) in TRAIT_FIELDS]
         return _rubric(DynamicRubric, traits) if ratings else None
 
     def set_global_dynamic_rubric(self, dynamic_rubric: Any) -> None:

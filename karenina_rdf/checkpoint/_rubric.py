@@ -6,7 +6,7 @@ import base64
 from collections.abc import Callable
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
 
 from karenina_rdf._errors import InvalidTypeError, InvalidValueError, validation_message
 
@@ -21,6 +21,7 @@ _CLASS_TO_TYPE: dict[str, TraitType] = {
     "AgenticRubricTrait": "agentic",
 }
 _NO: Any = object()
+_RANGED = ("llm", "agentic")
 _TYPE_SUFFIX = {
     "regex": "RegexTrait",
     "callable": "CallableTrait",
@@ -236,8 +237,9 @@ class RubricTrait(BaseModel):
             kind=kind,
             description=rating.get("description"),
             higher_is_better=values.get("higher_is_better"),
-            min_score=values.get("min_score") if kind in ("score", "literal") or trait_type == "llm" else None,
-            max_score=values.get("max_score") if kind in ("score", "literal") or trait_type == "llm" else None,
+            # LLM and agentic traits always have a range (1..5 by default); the others per kind.
+            min_score=values.get("min_score") if kind in ("score", "literal") or trait_type in _RANGED else None,
+            max_score=values.get("max_score") if kind in ("score", "literal") or trait_type in _RANGED else None,
             classes=classes,
             settings=values,
             dynamic="DynamicRubricTrait" in atype,
@@ -526,3 +528,42 @@ def karenina_trait_fields(obj: Any) -> tuple[TraitType, dict[str, Any]] | None:
     if override is not None and callable(getattr(override, "model_dump", None)):
         fields["model_override"] = override.model_dump()
     return trait_type, fields
+
+
+# -- a template kind as Karenina reads it ---------------------------------------------------
+_JSON_TYPES: dict[str, type[Any]] = {"integer": int, "number": float, "string": str, "boolean": bool}
+
+
+def read_as_karenina(rating: dict[str, Any]) -> RubricTrait:
+    """A stored Rating as Karenina reads it into a trait object. Differs from ``from_rating``
+    only for a template kind: Karenina rebuilds a pydantic class from the stored JSON Schema
+    (``_reconstruct_model_from_schema``) and writes that class's schema when it encodes the
+    trait again, so the schema it saves back is the rebuilt class's, not the one it read."""
+    trait = RubricTrait.from_rating(rating)
+    kind = trait.settings.get("kind")
+    if trait.kind != "template" or not isinstance(kind, dict) or not isinstance(kind.get("schema"), dict):
+        return trait
+    try:
+        schema = _rebuilt_schema(kind["schema"])
+    except Exception:
+        return trait
+    return trait.model_copy(update={"settings": {**trait.settings, "kind": {**kind, "schema": schema}}})
+
+
+def _rebuilt_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    required = set(schema.get("required", []))
+    for name, prop in schema.get("properties", {}).items():
+        default = prop.get("default", ... if name in required else None)
+        fields[name] = (_json_type(prop), Field(default=default, description=prop.get("description")))
+    model: type[BaseModel] = create_model(schema.get("title", "ReconstructedTemplate"), **fields)
+    return model.model_json_schema()
+
+
+def _json_type(prop: dict[str, Any]) -> Any:
+    if "anyOf" in prop:
+        non_null = [s for s in prop["anyOf"] if s.get("type") != "null"]
+        return _json_type(non_null[0]) | None if len(non_null) == 1 else str
+    if prop.get("type") == "array":
+        return list[_JSON_TYPES.get(prop.get("items", {}).get("type", "string"), str)]  # type: ignore[misc]
+    return _JSON_TYPES.get(prop.get("type", "string"), str)
