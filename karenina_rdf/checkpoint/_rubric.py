@@ -281,8 +281,8 @@ class RubricTrait(BaseModel):
             fields.update(kind=kind, classes=self.classes)
             fields.update({k: s.get(k) for k in ("callable_code", "min_score", "max_score", "invert_result")})
         elif self.trait_type == "metric":
-            keys = ("evaluation_mode", "metrics", "tp_instructions", "tn_instructions", "repeated_extraction")
-            fields.update({k: s.get(k) for k in keys})
+            metric = ("evaluation_mode", "metrics", "tp_instructions", "tn_instructions", "repeated_extraction")
+            fields.update({k: s.get(k) for k in metric})
         else:
             fields.update(kind=kind, classes=self.classes)
             keys = ("min_score", "max_score", "context_mode", "materialize_trace", "persist_trace", "max_turns")
@@ -519,8 +519,9 @@ def karenina_trait_fields(obj: Any) -> tuple[TraitType, dict[str, Any]] | None:
     dump = getattr(obj, "model_dump", None)
     fields = dict(dump()) if callable(dump) else dict(vars(obj))
     kind = getattr(obj, "kind", fields.get("kind"))
-    if isinstance(kind, type) and callable(getattr(kind, "model_json_schema", None)):
-        fields["kind"] = {"type": "template", "schema": kind.model_json_schema()}
+    schema_of = getattr(kind, "model_json_schema", None) if isinstance(kind, type) else None
+    if callable(schema_of):  # a template kind: a class, written as its JSON Schema
+        fields["kind"] = {"type": "template", "schema": schema_of()}
     code = fields.get("callable_code")
     if isinstance(code, bytes | bytearray):
         fields["callable_code"] = base64.b64encode(code).decode("ascii")
