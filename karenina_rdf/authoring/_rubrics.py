@@ -28,15 +28,15 @@ from karenina_rdf.checkpoint import (
     read_as_karenina,
     rubric_traits,
 )
-from karenina_rdf.rdf import ordered_items, owning_question
+from karenina_rdf.rdf import TRAIT_TYPES, ordered_items, owning_question
 
 from ._core import BenchmarkCore, _now, _StoredIds
 from ._question import question_from_item
 
-_CLASSES = ("RubricTrait", "LLMRubricTrait", "RegexTrait", "CallableTrait", "MetricRubricTrait", "AgenticRubricTrait")
 # The additionalTypes Karenina reads a global, a question and the global dynamic rubric from.
-GLOBAL_TYPES = frozenset(f"karenina:Global{c}" for c in _CLASSES)
-QUESTION_TYPES = frozenset(f"karenina:QuestionSpecific{c}" for c in _CLASSES)
+_REGULAR = [local for local, cls in TRAIT_TYPES.items() if cls != "DynamicRubricTrait"]
+GLOBAL_TYPES = frozenset(f"karenina:{local}" for local in _REGULAR if local.startswith("Global"))
+QUESTION_TYPES = frozenset(f"karenina:{local}" for local in _REGULAR if local.startswith("QuestionSpecific"))
 GLOBAL_DYNAMIC = "karenina:GlobalDynamicRubricTrait"
 _ORDER = list(TRAIT_FIELDS)
 
