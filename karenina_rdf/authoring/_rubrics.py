@@ -8,12 +8,17 @@ wins: Karenina's ``add_global_rubric_trait``, ``set_global_rubric`` and ``clear_
 drop the dynamic rubric from the file but its ``get_global_dynamic_rubric`` still answers it from
 memory until the benchmark is reloaded; here it is gone at once, as after Karenina's reload.
 
+The global rubric is read as Karenina's ``extract_global_rubric_from_benchmark`` reads it: its
+Ratings, then the legacy traits its GUI converter kept in feed properties (never written back as
+such; a global write turns them into Ratings and leaves the properties, as Karenina does).
+
 Traits and rubrics are taken as ours (``RubricTrait``, ``Rubric``, ``DynamicRubric``), as dicts,
 or as Karenina's own objects, read by duck typing; Karenina is never imported.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from pydantic import ValidationError
@@ -25,6 +30,7 @@ from karenina_rdf.checkpoint import (
     Rubric,
     RubricTrait,
     coerce_trait,
+    karenina_rating,
     read_as_karenina,
     rubric_traits,
 )
@@ -50,6 +56,68 @@ def _type(rating: Any) -> str:
 
 def _traits(ratings: Any, types: frozenset[str]) -> list[RubricTrait]:
     return [read_as_karenina(r) for r in ratings or [] if _type(r) in types]
+
+
+# Legacy global traits (Karenina's GUI checkpoint converter): a feed property holding a JSON
+# string of trait dicts, read into the global rubric by Karenina (never written), with the
+# defaults of its trait classes; `invert` is the old name of a regex trait's `invert_result`.
+_LEGACY = {
+    "global_regex_rubric_traits": "regex",
+    "global_callable_rubric_traits": "callable",
+    "global_metric_rubric_traits": "metric",
+}
+_LEGACY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "regex": {"case_sensitive": True, "invert_result": False, "higher_is_better": True},
+    "callable": {
+        "min_score": None,
+        "max_score": None,
+        "invert_result": False,
+        "classes": None,
+        "higher_is_better": True,
+    },
+    "metric": {
+        "evaluation_mode": "tp_only",
+        "tp_instructions": [],
+        "tn_instructions": [],
+        "repeated_extraction": True,
+        "higher_is_better": None,
+    },
+}
+_LEGACY_FIELDS = {
+    "regex": {"name", "description", "summary", "pattern"},
+    "callable": {"name", "description", "summary", "kind", "callable_code"},
+    "metric": {"name", "description", "summary", "metrics"},
+}
+
+
+def _legacy_traits(header: dict[str, Any]) -> list[RubricTrait]:
+    out: list[RubricTrait] = []
+    for pv in header.get("additionalProperty") or []:
+        trait_type = _LEGACY.get(str(pv.get("name"))) if isinstance(pv, dict) else None
+        value = pv.get("value") if trait_type else None
+        if trait_type is None or not isinstance(value, str):
+            continue
+        try:
+            items = json.loads(value)
+        except ValueError:
+            continue  # Karenina skips a value that is not JSON
+        for item in items if isinstance(items, list | dict | str) else []:
+            if not isinstance(item, dict):
+                break  # Karenina's TypeError on the first item that is not an object ends the list
+            data = dict(item)
+            if trait_type == "regex" and "invert" in data and "invert_result" not in data:
+                data["invert_result"] = data.pop("invert")
+            unknown = sorted(set(data) - _LEGACY_FIELDS[trait_type] - set(_LEGACY_DEFAULTS[trait_type]))
+            if unknown or not isinstance(data.get("name"), str):
+                raise InvalidValueError(
+                    f"{pv['name']}: a {trait_type} trait Karenina's model refuses (unknown fields {unknown} or no name)"
+                )
+            fields = {"description": None, "summary": None, **_LEGACY_DEFAULTS[trait_type], **data}
+            if fields.get("kind") == "literal" and isinstance(fields.get("classes"), dict):
+                fields["min_score"] = 0 if fields["min_score"] is None else fields["min_score"]
+                fields["max_score"] = len(fields["classes"]) - 1 if fields["max_score"] is None else fields["max_score"]
+            out.append(RubricTrait.from_rating(karenina_rating(trait_type, fields, "Global")))
+    return out
 
 
 def _rubric(cls: type[Rubric] | type[DynamicRubric], traits: list[RubricTrait]) -> Any:
@@ -78,7 +146,7 @@ class RubricMembers(BenchmarkCore):
         the rubric is read (``get_global_rubric``)."""
         new = coerce_trait(trait)
         header = self._header()
-        self._write_global(header, [*_traits(header.get("rating"), GLOBAL_TYPES), new])
+        self._write_global(header, [*self._global_traits(header), new])
 
     def set_global_rubric(self, rubric: Any) -> None:
         """Replace the global rubric by ``rubric`` (a Rubric, Karenina's, or a list of traits)."""
@@ -86,7 +154,7 @@ class RubricMembers(BenchmarkCore):
 
     def get_global_rubric(self) -> Rubric | None:
         """The global rubric as a ``Rubric``; None when it has no trait."""
-        traits = _traits(self._header().get("rating"), GLOBAL_TYPES)
+        traits = self._global_traits(self._header())
         return _rubric(Rubric, traits) if traits else None
 
     def clear_global_rubric(self) -> bool:
@@ -98,6 +166,11 @@ class RubricMembers(BenchmarkCore):
         header["dateModified"] = _now()
         self._apply(self._header_update(header))
         return True
+
+    @staticmethod
+    def _global_traits(header: dict[str, Any]) -> list[RubricTrait]:
+        """Karenina's extract_global_rubric_from_benchmark: the Ratings, then legacy traits."""
+        return [*_traits(header.get("rating"), GLOBAL_TYPES), *_legacy_traits(header)]
 
     def _write_global(self, header: dict[str, Any], traits: list[RubricTrait]) -> None:
         header.update(rating=[t.to_rating("Global") for t in traits], dateModified=_now())

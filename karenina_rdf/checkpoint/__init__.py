@@ -7,7 +7,7 @@ from ._export import CANONICAL_CONTEXT, benchmark_json, item_json, write_json
 from ._json import too_long_integer, without_lone_surrogates
 from ._map import MappedBenchmark, identity, map_checkpoint, map_item, read_bytes, read_checkpoint, read_json
 from ._properties import finished_value
-from ._rubric import RubricTrait, coerce_trait, karenina_trait_fields, read_as_karenina
+from ._rubric import RubricTrait, coerce_trait, karenina_rating, karenina_trait_fields, read_as_karenina
 from ._rubric_sets import TRAIT_FIELDS, DynamicRubric, Rubric, rubric_traits
 from ._template_defaults import default_template, is_default_template, template_name
 from ._traits import decode_json_string
@@ -27,6 +27,7 @@ __all__ = [
     "identity",
     "is_default_template",
     "item_json",
+    "karenina_rating",
     "karenina_trait_fields",
     "map_checkpoint",
     "map_item",

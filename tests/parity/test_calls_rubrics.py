@@ -563,3 +563,40 @@ def test_the_rubrics_of_karenina_s_checkpoints_read_and_write_back_as_there(tmp_
             # "TurnCheck" as "turn_check"): scenarios' own parity, not the rubrics'.
             continue
         assert _normalised(tmp_path / f"ours-{i}.jsonld") == _normalised(targets[source]), source.name
+
+
+# Legacy global traits (Karenina's GUI converter wrote them as a feed property holding a JSON
+# string of trait dicts): Karenina reads them into the global rubric and never writes them.
+LEGACY: dict[str, tuple[str, Any]] = {
+    "regex, the old invert": (
+        "global_regex_rubric_traits",
+        [{"name": "no_refusal", "pattern": "I cannot", "invert": True}, {"name": "cites", "pattern": r"\[\d\]"}],
+    ),
+    "callable, literal": (
+        "global_callable_rubric_traits",
+        [{"name": "tone", "kind": "literal", "callable_code": CODE, "classes": {"a": "A", "b": "B"}}],
+    ),
+    "metric": ("global_metric_rubric_traits", [{"name": "facts", "metrics": ["recall"], "tp_instructions": ["x"]}]),
+    "not JSON": ("global_regex_rubric_traits", "[{"),
+    "not a list of objects": ("global_regex_rubric_traits", ["cites"]),
+    "an unknown field": ("global_regex_rubric_traits", [{"name": "r", "pattern": "x", "colour": "red"}]),
+}
+
+
+def test_legacy_global_traits_read_as_karenina_reads_them(tmp_path: Path) -> None:
+    base = SHARED / "corpus" / "karenina" / "tests__fixtures__checkpoints__minimal.jsonld"
+    if not base.is_file():
+        pytest.skip(f"the Karenina corpus is not at {base} (a fresh clone has no ../shared)")
+    sources = {}
+    for i, (name, (prop, value)) in enumerate(LEGACY.items()):
+        doc = json.loads(base.read_text(encoding="utf-8"))
+        text = value if isinstance(value, str) else json.dumps(value)
+        doc.setdefault("additionalProperty", []).append({"@type": "PropertyValue", "name": prop, "value": text})
+        sources[name] = tmp_path / f"legacy-{i}.jsonld"
+        sources[name].write_text(json.dumps(doc, indent=2, ensure_ascii=False), encoding="utf-8")
+    targets = {name: tmp_path / f"legacy-{i}-karenina.jsonld" for i, name in enumerate(LEGACY)}
+    theirs = karenina(ROUND_TRIP, *[str(p) for name in LEGACY for p in (sources[name], targets[name])])
+    for i, name in enumerate(LEGACY):
+        ours = json.loads(json.dumps(_round_trip_ours(sources[name], tmp_path / f"legacy-{i}-ours.jsonld")))
+        assert ours == theirs[str(sources[name])], name
+        assert _normalised(tmp_path / f"legacy-{i}-ours.jsonld") == _normalised(targets[name]), name
