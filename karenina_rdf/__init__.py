@@ -5,7 +5,14 @@ from typing import TYPE_CHECKING, Any
 from karenina_rdf._importing import ImportReport, ImportResult
 from karenina_rdf._store import Store
 from karenina_rdf.authoring import Answer, AnswerTemplate, BenchmarkInfo, Question
-from karenina_rdf.checkpoint import CANONICAL_CONTEXT, RubricTrait, map_checkpoint, read_checkpoint
+from karenina_rdf.checkpoint import (
+    CANONICAL_CONTEXT,
+    DynamicRubric,
+    Rubric,
+    RubricTrait,
+    map_checkpoint,
+    read_checkpoint,
+)
 from karenina_rdf.rdf import KARENINA, SCHEMA, generate_question_id, question_md5_id, template_id
 from karenina_rdf.results import ResultsImport, RunSummary
 from karenina_rdf.runner import Benchmark  # the authoring handle and the members calling models
@@ -59,6 +66,7 @@ __all__ = [
     "CANONICAL_CONTEXT",
     "CheckpointError",
     "DuplicateQuestionError",
+    "DynamicRubric",
     "EndpointSettings",
     "FeatureUnavailableError",
     "Finding",
@@ -77,6 +85,7 @@ __all__ = [
     "Question",
     "QuestionNotFoundError",
     "ResultsImport",
+    "Rubric",
     "RubricTrait",
     "RunSummary",
     "SCHEMA",

@@ -29,6 +29,8 @@ EXPECTED = sorted(
         "BenchmarkSummary",
         "CheckpointError",
         "DuplicateQuestionError",
+        "DynamicRubric",
+        "Rubric",
         "EndpointSettings",
         "FeatureUnavailableError",
         "ImportReport",

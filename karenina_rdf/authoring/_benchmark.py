@@ -16,12 +16,11 @@ from typing import Any
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from karenina_rdf._errors import DuplicateQuestionError, InvalidTypeError, InvalidValueError, QuestionNotFoundError
+from karenina_rdf._errors import DuplicateQuestionError, InvalidTypeError, InvalidValueError
 from karenina_rdf._store import Store
 from karenina_rdf.checkpoint import (
     CANONICAL_CONTEXT,
     RubricTrait,
-    coerce_trait,
     default_template,
     template_name,
 )
@@ -40,6 +39,7 @@ from ._core import _NOT_GIVEN, BenchmarkCore, _dumps, _now, _pv, _set_pv, _Store
 from ._question import Question, as_question
 from ._questions import QuestionMembers
 from ._reports import ReportMembers
+from ._rubrics import RubricMembers
 from ._scenarios import ScenarioMembers
 from ._templates import TemplateMembers, template_code_of
 
@@ -82,7 +82,7 @@ def benchmark_info(header: dict[str, Any], *, benchmark_id: str, iri: str, quest
     )
 
 
-class Benchmark(QuestionMembers, ReportMembers, TemplateMembers, ScenarioMembers, BenchmarkCore):
+class Benchmark(QuestionMembers, ReportMembers, TemplateMembers, RubricMembers, ScenarioMembers, BenchmarkCore):
     """One benchmark in a :class:`Store`, addressed by its IRI."""
 
     # -- construction ----------------------------------------------------------------------
@@ -512,46 +512,6 @@ class Benchmark(QuestionMembers, ReportMembers, TemplateMembers, ScenarioMembers
         """Finished questions as a percentage (0-100) of all questions; 0.0 when there are none."""
         total = len(self)
         return 0.0 if total == 0 else self.finished_count / total * 100
-
-    # -- rubrics ---------------------------------------------------------------------------
-    def add_global_rubric_trait(self, trait: RubricTrait | dict[str, Any]) -> None:
-        rating = coerce_trait(trait).to_rating("Global")
-        header = self._header()
-        ratings = [r for r in header.get("rating") or [] if "DynamicRubricTrait" not in r.get("additionalType", "")]
-        if any(r.get("name") == rating["name"] for r in ratings):
-            raise InvalidValueError(f"global rubric already has a trait named {rating['name']!r}")
-        header.update(rating=[*ratings, rating], dateModified=_now())
-        self._apply(self._header_update(header))
-
-    def get_global_rubric(self) -> list[RubricTrait] | None:
-        ratings = self._header().get("rating") or []
-        traits = [RubricTrait.from_rating(r) for r in ratings]
-        traits = [t for t in traits if not t.dynamic]
-        return traits or None
-
-    def clear_global_rubric(self) -> None:
-        """Remove every global trait, dynamic ones included (Karenina sets ``rating`` to None)."""
-        header = self._header()
-        header.pop("rating", None)
-        header["dateModified"] = _now()
-        self._apply(self._header_update(header))
-
-    def add_question_rubric_trait(self, question_id: str, trait: RubricTrait | dict[str, Any]) -> None:
-        rating = coerce_trait(trait).to_rating("QuestionSpecific")
-
-        def change(q: dict[str, Any]) -> None:
-            ratings = list(q.get("rating") or [])
-            if any(r.get("name") == rating["name"] for r in ratings):
-                raise InvalidValueError(f"question {question_id} already has a trait named {rating['name']!r}")
-            q["rating"] = [*ratings, rating]
-
-        self._edit_question(question_id, change)
-
-    def get_question_rubric(self, question_id: str) -> list[RubricTrait] | None:
-        try:
-            return self.question_view(question_id).question_rubric
-        except QuestionNotFoundError:
-            return None
 
     # -- filtering -------------------------------------------------------------------------
     def filter_by_metadata(self, field_path: str, value: Any, match_mode: str = "exact") -> list[dict[str, Any]]:

@@ -219,7 +219,8 @@ def run_verification(
     questions, notes = read_questions(store, bench_iri, list(opts.questions) if opts.questions else None)
     if not questions:
         raise VerificationError(f"benchmark {bench.id!r} has no finished question to verify")
-    global_traits = bench.get_global_rubric() or []
+    global_rubric = bench.get_global_rubric()
+    global_traits = global_rubric.all_traits() if global_rubric else []
     rubric_modes = opts.mode != "template_only"
     the_plan: Plan = plan(
         questions,
