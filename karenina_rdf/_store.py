@@ -59,6 +59,14 @@ class Store(GraphStore):
         name), each atomic, as ``import_results`` imports an export."""
         return _importing.import_results_db(self, source, benchmark=benchmark, run=run)
 
+    def import_results_store(
+        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None, validate: bool = False
+    ) -> list[ResultsImport]:
+        """Import the runs of a Karenina ``ResultsStore`` file (``{"runs": {name: [result, …]}}``,
+        what ``ResultsStore.export_to_file`` writes; ``run`` picks one by name), each atomic and
+        stored under its run name, as ``import_results`` imports an export."""
+        return _importing.import_results_store(self, source, benchmark=benchmark, run=run, validate=validate)
+
     def runs(self) -> list[RunSummary]:
         """The stored verification runs, oldest first."""
         return list_runs(self)

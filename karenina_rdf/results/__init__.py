@@ -1,6 +1,7 @@
 """Verification results as linked data: Karenina's result record (``_model``), exports read one
 row at a time (``_read``, ``_legacy``, ``_sqlite``), rows to EARL assertions (``_map``) and back
-(``_export``), runs in the store (``_runs``: import, list, export, delete) and runs written
+(``_export``), runs in the store (``_runs``: import, list, export, delete), Karenina's ``ResultsStore`` files
+(``_store_json``) and runs written
 while they run (``_live``)."""
 
 from ._export import ResultRebuilder
@@ -23,6 +24,7 @@ from ._runs import (
     run_summary,
 )
 from ._sqlite import import_results_db
+from ._store_json import import_results_store, is_results_store
 
 __all__ = [
     "EARL",
@@ -43,6 +45,8 @@ __all__ = [
     "export_run",
     "import_results",
     "import_results_db",
+    "import_results_store",
+    "is_results_store",
     "is_sqlite",
     "list_runs",
     "looks_like_results",

@@ -222,3 +222,72 @@ def test_csv_is_karenina_s(karenina_export: Path, monkeypatch: pytest.MonkeyPatc
             assert _unordered(x.pop(col)) == _unordered(y.pop(col)), path.name
             assert x == y, path.name
         assert theirs.count("\r\n") == ours.count("\r\n"), path.name
+
+
+# What Karenina's loaders read from a file, as plain JSON: per run name, each result's
+# ``model_dump(mode="json")``. "export": a results export (ResultsIOManager, as a user's analysis
+# loads one); "store": a ResultsStore file; "db": a results database (storage's loader).
+KARENINA_READ = r"""
+import json, sys
+kind, path = sys.argv[1], sys.argv[2]
+dump = lambda rs: [r.model_dump(mode="json") for r in rs]
+if kind == "export":
+    from pathlib import Path
+    from karenina.benchmark.core.results_io import ResultsIOManager
+    out = {"": dump(ResultsIOManager.load_result_set_from_json(Path(path)).results)}
+elif kind == "store":
+    from karenina.benchmark.core.results_store import ResultsStore
+    s = ResultsStore.from_file(path)
+    out = {name: dump(s.get_by_run(name).results) for name in s.get_all_runs()}
+else:
+    import sqlite3
+    from karenina.storage import DBConfig, load_verification_results
+    names = [r[0] for r in sqlite3.connect(path).execute("SELECT run_name FROM verification_runs ORDER BY rowid")]
+    config = DBConfig(storage_url="sqlite:///" + path)
+    out = {n: dump(load_verification_results(config, run_name=n).values()) for n in names}
+print(json.dumps(out))
+"""
+
+# Karenina's ResultsStore holding the results of an export under two run names, saved to a file.
+KARENINA_RESULTS_STORE = r"""
+import json, sys
+from pathlib import Path
+from karenina.benchmark.core.results_io import ResultsIOManager
+from karenina.benchmark.core.results_store import ResultsStore
+from karenina.schemas.results.verification_result_set import VerificationResultSet
+
+rs = ResultsIOManager.load_result_set_from_json(Path(sys.argv[1]))
+store = ResultsStore()
+store.add(rs, run_name="baseline")
+store.add(VerificationResultSet(results=rs.results[:2]), run_name="night run/2")
+store.export_to_file(sys.argv[2])
+print(json.dumps(store.get_all_runs()))
+"""
+
+
+def _export_rows(store: Store, run: str, tmp: Path) -> list[dict[str, Any]]:
+    """A stored run exported (format 2.2) and read back by Karenina's loader."""
+    target = tmp / f"export-{abs(hash(run))}.json"
+    store.export_results(run, target)
+    rows: list[dict[str, Any]] = karenina(KARENINA_READ, "export", str(target))[""]
+    return rows
+
+
+def test_results_store_json_imports(karenina_export: Path, tmp_path: Path) -> None:
+    path = tmp_path / "results_store.json"
+    assert karenina(KARENINA_RESULTS_STORE, str(karenina_export), str(path)) == ["baseline", "night run/2"]
+    theirs = karenina(KARENINA_READ, "store", str(path))
+    store = Store.memory()
+    imported = store.import_results_store(path)
+    assert [(r.run_id, r.run_name, r.rows) for r in imported] == [
+        ("baseline", "baseline", 4),
+        ("night run/2", "night run/2", 2),
+    ]
+    for name, rows in theirs.items():
+        assert store.resolve_run(name) == imported[list(theirs).index(name)].iri
+        assert _export_rows(store, name, tmp_path) == rows
+    # One run picked by name; the file is recognised where exports are (import of a folder).
+    again = Store.memory()
+    assert again.import_results(path, run="night run/2").rows == 2
+    report = Store.memory().import_paths([path])
+    assert [r.run_id for r in report.results] == ["baseline", "night run/2"]
