@@ -8,8 +8,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from karenina_rdf import _importing
+from karenina_rdf._errors import InvalidValueError
 from karenina_rdf._importing import ImportReport, ImportResult
-from karenina_rdf.results import ResultsImport, RunSummary, delete_run, export_run, list_runs, resolve_run
+from karenina_rdf.results import (
+    ResultsImport,
+    RunSummary,
+    delete_run,
+    export_run,
+    export_run_db,
+    list_runs,
+    resolve_run,
+)
 from karenina_rdf.store import GraphStore
 
 
@@ -72,7 +81,13 @@ class Store(GraphStore):
         return list_runs(self)
 
     def export_results(self, run: str, target: str | Path | IO[str], *, format: str = "karenina-json") -> int:
-        """Write a run as a Karenina results export (format 2.2) or CSV; returns the row count."""
+        """Write a run as a Karenina results export (``karenina-json``, format 2.2), as Karenina's
+        CSV (``csv``) or into a Karenina results database (``karenina-db``: a SQLite file, created
+        when new, that Karenina's ``load_verification_results`` reads); returns the row count."""
+        if format == "karenina-db":
+            if not isinstance(target, str | Path):
+                raise InvalidValueError("karenina-db writes a database file: give its path, not a stream")
+            return export_run_db(self, run, target)
         return export_run(self, run, target, format)
 
     def resolve_run(self, run: str) -> str:

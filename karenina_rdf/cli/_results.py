@@ -10,6 +10,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from karenina_rdf._errors import InvalidValueError
 from karenina_rdf._store import Store
 from karenina_rdf.rdf import solutions, term_value
 from karenina_rdf.results import ResultsImport, is_results_store, is_sqlite
@@ -159,7 +160,13 @@ def compare(
 def export(
     run: Annotated[str, typer.Argument(help="Run id or IRI.")],
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="karenina-json (Karenina's results export, format 2.2) or csv.")
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="karenina-json (Karenina's results export, format 2.2), csv (Karenina's CSV) or karenina-db "
+            "(adds the run to a Karenina results database, a SQLite file; needs --output).",
+        ),
     ] = "karenina-json",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
     store: StoreOpt = None,
@@ -168,6 +175,8 @@ def export(
     """Export a run as a Karenina results export (Karenina loads it) or as CSV."""
 
     def act(s: Store) -> None:
+        if fmt == "karenina-db" and output is None:
+            raise InvalidValueError("--format karenina-db writes a database file: give it with --output")
         n = s.export_results(run, output if output is not None else sys.stdout, format=fmt)
         if output is not None:
             err.print(f"wrote {n} results to {escape(str(output))}")

@@ -4,6 +4,7 @@ row at a time (``_read``, ``_legacy``, ``_sqlite``), rows to EARL assertions (``
 (``_store_json``) and runs written
 while they run (``_live``)."""
 
+from ._db_write import KareninaDatabase, export_run_db, sqlite_path
 from ._export import ResultRebuilder
 from ._legacy import result_id
 from ._live import LiveRun, RunProvenance, run_configuration, stored_header
@@ -29,6 +30,7 @@ from ._store_json import import_results_store, is_results_store
 __all__ = [
     "EARL",
     "FAILURE_GROUPS",
+    "KareninaDatabase",
     "LiveRun",
     "METADATA",
     "PROV",
@@ -43,6 +45,7 @@ __all__ = [
     "canonical_key",
     "delete_run",
     "export_run",
+    "export_run_db",
     "import_results",
     "import_results_db",
     "import_results_store",
@@ -57,5 +60,6 @@ __all__ = [
     "run_configuration",
     "run_reader",
     "run_summary",
+    "sqlite_path",
     "stored_header",
 ]
