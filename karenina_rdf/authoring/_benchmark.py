@@ -42,6 +42,7 @@ from karenina_rdf.rdf import (
 from karenina_rdf.validation import TEMPLATE_DEFINES_ANSWER, TEMPLATE_PARSES, template_problems
 
 from ._core import _NOT_GIVEN, BenchmarkCore, _dumps, _now, _pv, _set_pv, _StoredIds
+from ._database import DatabaseMembers
 from ._question import Question, question_from_item
 
 _MATCH_MODES = ("exact", "contains", "in", "regex")
@@ -83,7 +84,7 @@ def benchmark_info(header: dict[str, Any], *, benchmark_id: str, iri: str, quest
     )
 
 
-class Benchmark(BenchmarkCore):
+class Benchmark(DatabaseMembers, BenchmarkCore):
     """One benchmark in a :class:`Store`, addressed by its IRI."""
 
     # -- construction ----------------------------------------------------------------------
