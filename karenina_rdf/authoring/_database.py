@@ -147,7 +147,8 @@ def trait_from_dict(trait_type: str, data: dict[str, Any]) -> RubricTrait:
     trait's score bounds only for a score trait (its constructor derives a literal's)."""
     kind = _kind_of(trait_type, data)
     settings = {k: v for k, v in data.items() if k not in ("name", "description") and v is not None}
-    settings.setdefault("higher_is_better", True if trait_type != "metric" else None)
+    # Karenina's read default: True, but None for a metric trait; a stored None stays None.
+    settings["higher_is_better"] = data.get("higher_is_better", None if trait_type == "metric" else True)
     min_score, max_score = data.get("min_score"), data.get("max_score")
     classes = data.get("classes") if isinstance(data.get("classes"), dict) else None
     if trait_type == "llm":

@@ -264,7 +264,10 @@ class RubricTrait(BaseModel):
                 best = float(len(self.classes or {}) - 1)
             elif self.kind == "score":
                 best, worst = _score_range(s)
-            suffix = "LLMRubricTrait" if self.kind == "literal" else "RubricTrait"
+            elif self.kind == "template" and isinstance(s.get("kind"), dict):
+                put("kind")  # the class's schema; Karenina's best/worst are 0 for a template trait
+                best = 0.0
+            suffix = "LLMRubricTrait" if self.kind in ("literal", "template") else "RubricTrait"
         elif self.trait_type == "regex":
             for key in ("pattern", "case_sensitive", "invert_result"):
                 put(key)
@@ -311,6 +314,8 @@ class RubricTrait(BaseModel):
                 put(key, always=key == "higher_is_better")
             if self.kind == "score":
                 best, worst = _score_range(s)
+            elif self.kind == "template":
+                best = 0.0
             suffix = _TYPE_SUFFIX["agentic"]
         rating: dict[str, Any] = {"@type": "Rating", "name": self.name}
         if self.description is not None:

@@ -1,7 +1,6 @@
 # ruff: noqa: E501  (the statements are Karenina's, kept as SQLite prints them)
 """The layout of a Karenina results database: the statements Karenina's ``storage.init_database``
-runs on SQLite (SQLAlchemy's ``create_all`` for its models, then its views), in that order, as
-SQLite keeps them in ``sqlite_master``. Copied from Karenina (the snapshot in ../shared); the
+runs on SQLite (SQLAlchemy's ``create_all`` for its models, then its views), as SQLite keeps them in ``sqlite_master``. Copied from Karenina (the snapshot in ../shared); the
 parity test tests/parity/test_results.py::test_karenina_db_layout fails when they differ.
 """
 

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from karenina_rdf import Store
+from karenina_rdf import Benchmark, KareninaRDFError, Store
 from karenina_rdf.results import _export
 from tests.conftest import CORPUS, EXAMPLES, needs_corpus
 from tests.helpers.karenina_ref import karenina
@@ -291,3 +291,211 @@ def test_results_store_json_imports(karenina_export: Path, tmp_path: Path) -> No
     assert again.import_results(path, run="night run/2").rows == 2
     report = Store.memory().import_paths([path])
     assert [r.run_id for r in report.results] == ["baseline", "night run/2"]
+
+
+# -- databases ---------------------------------------------------------------------------------
+LAYOUT = r"""
+import json, sqlite3, sys
+from karenina.storage import DBConfig, init_database
+init_database(DBConfig(storage_url="sqlite:///" + sys.argv[1]))
+db = sqlite3.connect(sys.argv[1])
+print(json.dumps([s for (s,) in db.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")]))
+"""
+
+# Karenina saves a benchmark and a run of the given export's results in a database, as its
+# verification does (save_verification_results), under a run name.
+KARENINA_SAVE_RUN = r"""
+import json, sys
+from pathlib import Path
+from karenina import Benchmark
+from karenina.benchmark.core.results_io import ResultsIOManager
+from karenina.storage import DBConfig, save_verification_results
+
+export, db, run_name = sys.argv[1], sys.argv[2], sys.argv[3]
+rs = ResultsIOManager.load_result_set_from_json(Path(export))
+b = Benchmark.create(name="parity results", version="1.0.0")
+for r in rs.results:  # the results' questions: its database links results to them
+    if r.metadata.question_id not in b.get_question_ids():
+        b.add_question(question=r.metadata.question_text, raw_answer="-", question_id=r.metadata.question_id)
+b.save_to_db("sqlite:///" + db)
+results = {f"r{i}": r for i, r in enumerate(rs.results)}
+save_verification_results(results, DBConfig(storage_url="sqlite:///" + db), run_id="0b7c4c1e-run-by-karenina",
+                          benchmark_name="parity results", run_name=run_name)
+print(json.dumps(len(results)))
+"""
+
+
+def _layout(path: Path) -> list[str]:
+    db = sqlite3.connect(path)
+    try:
+        return [s for (s,) in db.execute("SELECT sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid")]
+    finally:
+        db.close()
+
+
+def test_karenina_db_layout(tmp_path: Path, karenina_export: Path) -> None:
+    from karenina_rdf.results._db_schema import DDL
+
+    theirs = karenina(LAYOUT, str(tmp_path / "karenina.db"))
+    # The statements Karenina's init_database runs (the order of its indexes follows a set's, which
+    # changes between runs of Karenina itself).
+    assert sorted(DDL) == sorted(theirs)
+    store = Store.memory()
+    run = store.import_results(karenina_export).run_id
+    store.export_results(run, tmp_path / "ours.db", format="karenina-db")
+    assert sorted(_layout(tmp_path / "ours.db")) == sorted(theirs)
+
+
+def test_karenina_db_round_trip(tmp_path: Path, karenina_export: Path) -> None:
+    # Ours → Karenina: two runs (one named, one known by its id) into one new database; Karenina's
+    # loader reads each as the rows it reads from our export of the run.
+    store = Store.memory()
+    by_id = store.import_results(karenina_export).run_id
+    named_file = tmp_path / "results_store.json"
+    karenina(KARENINA_RESULTS_STORE, str(karenina_export), str(named_file))
+    store.import_results_store(named_file, run="night run/2")
+    ours_db = tmp_path / "ours.db"
+    assert store.export_results(by_id, ours_db, format="karenina-db") == 4
+    assert store.export_results("night run/2", ours_db, format="karenina-db") == 2
+    read = karenina(KARENINA_READ, "db", str(ours_db))
+    assert list(read) == [by_id, "night run/2"]
+    for name, rows in read.items():
+        assert rows == _export_rows(store, name, tmp_path), name
+    # The same run twice into one database is refused, the database unchanged.
+    with pytest.raises(KareninaRDFError, match="already holds"):
+        store.export_results(by_id, ours_db, format="karenina-db")
+    assert karenina(KARENINA_READ, "db", str(ours_db)) == read
+
+    # Karenina → ours: a run Karenina saved, imported, found by its name (Karenina finds runs by
+    # name; the id is a UUID), exported and read by Karenina as the rows it reads from its database.
+    theirs_db = tmp_path / "karenina.db"
+    assert karenina(KARENINA_SAVE_RUN, str(karenina_export), str(theirs_db), "nightly") == 4
+    want = karenina(KARENINA_READ, "db", str(theirs_db))["nightly"]
+    again = Store.memory()
+    [imported] = again.import_results_db(theirs_db)
+    assert (imported.run_id, imported.run_name) == ("0b7c4c1e-run-by-karenina", "nightly")
+    assert again.resolve_run("nightly") == imported.iri
+    got = _export_rows(again, "nightly", tmp_path)
+    assert got == want
+    # and from the command line, by name
+    out = tmp_path / "nightly.json"
+    assert again.export_results("nightly", out) == 4
+
+
+def _normal_db(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """The benchmark tables, without their times; a trait kind given as a class (``template``)
+    compared without the ``default: null`` Karenina's rebuilt class adds to its schema."""
+
+    def clean(v: Any) -> Any:
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items() if not (k == "default" and x is None)}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
+    db = sqlite3.connect(path)
+    try:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for table in ("benchmarks", "questions", "benchmark_questions"):
+            cur = db.execute(f"SELECT * FROM {table} ORDER BY rowid")
+            names = [d[0] for d in cur.description]
+            rows = []
+            for row in cur:
+                values = {}
+                for k, v in zip(names, row, strict=True):
+                    if k in ("created_at", "updated_at"):
+                        continue
+                    if k in ("metadata_json", "question_rubric") and isinstance(v, str):
+                        v = clean(json.loads(v))
+                    values[k] = v
+                rows.append(values)
+            out[table] = rows
+        return out
+    finally:
+        db.close()
+
+
+KARENINA_SAVE_TO_DB = r"""
+import json, sys
+from karenina import Benchmark
+b = Benchmark.load(sys.argv[1])
+b.save_to_db("sqlite:///" + sys.argv[2])
+print(json.dumps(b.name))
+"""
+
+KARENINA_LOAD_FROM_DB = r"""
+import json, sys
+from karenina import Benchmark
+b = Benchmark.load_from_db(sys.argv[1], "sqlite:///" + sys.argv[2])
+b.save(sys.argv[3])
+print(json.dumps(len(b.get_question_ids())))
+"""
+
+
+def _normal_checkpoint(doc: Any) -> Any:
+    """A checkpoint without what differs between any two saves: times and the minted ``@id``."""
+    if isinstance(doc, dict):
+        return {
+            k: _normal_checkpoint(v) for k, v in doc.items() if k not in ("dateCreated", "dateModified", "@id")
+        }
+    if isinstance(doc, list):
+        return [_normal_checkpoint(x) for x in doc]
+    return doc
+
+
+DB_CHECKPOINTS = ("generated__all_features.jsonld", "constructed__spec_worked_example.jsonld")
+
+
+@needs_corpus
+@pytest.mark.parametrize("name", DB_CHECKPOINTS)
+def test_benchmark_db_parity(name: str, tmp_path: Path) -> None:
+    source = CORPUS / name
+    theirs_db, ours_db = tmp_path / "karenina.db", tmp_path / "ours.db"
+    bench_name = karenina(KARENINA_SAVE_TO_DB, str(source), str(theirs_db))
+    store = Store.memory()
+    bench = Benchmark.load(source, store=store)
+    assert bench.save_to_db(f"sqlite:///{ours_db}") is bench
+    # save_to_db writes the rows Karenina's writes, and saving again updates them in place.
+    assert _normal_db(ours_db) == _normal_db(theirs_db)
+    bench.save_to_db(f"sqlite:///{ours_db}")
+    assert _normal_db(ours_db) == _normal_db(theirs_db)
+
+    # load_from_db: what each loads from Karenina's database, saved as a checkpoint.
+    want_file, got_file = tmp_path / "karenina.jsonld", tmp_path / "ours.jsonld"
+    count = karenina(KARENINA_LOAD_FROM_DB, bench_name, str(theirs_db), str(want_file))
+    loaded = Benchmark.load_from_db(bench_name, f"sqlite:///{theirs_db}", store=Store.memory())
+    assert len(loaded) == count
+    loaded.save(got_file)
+    want = _normal_checkpoint(json.loads(want_file.read_text(encoding="utf-8")))
+    got = _normal_checkpoint(json.loads(got_file.read_text(encoding="utf-8")))
+    assert got == want
+    # and Karenina loads what we saved as it loads what it saved
+    again = tmp_path / "again.jsonld"
+    karenina(KARENINA_LOAD_FROM_DB, bench_name, str(ours_db), str(again))
+    assert _normal_checkpoint(json.loads(again.read_text(encoding="utf-8"))) == want
+
+
+@pytest.mark.parametrize(
+    ("storage", "message"),
+    [
+        ("postgresql://host/db", "only SQLite"),
+        ("sqlite:///:memory:", "only SQLite"),
+        (42, "database URL"),
+    ],
+)
+def test_save_to_db_refuses_what_it_cannot_write(storage: Any, message: str) -> None:
+    bench = Benchmark.create("b", store=Store.memory())
+    with pytest.raises(KareninaRDFError, match=message):
+        bench.save_to_db(storage)
+
+
+def test_load_from_db_names_what_is_missing(tmp_path: Path) -> None:
+    with pytest.raises(KareninaRDFError, match="not found in database"):
+        Benchmark.load_from_db("nope", f"sqlite:///{tmp_path / 'none.db'}", store=Store.memory())
+    bench = Benchmark.create("there", store=Store.memory())
+    bench.save_to_db(f"sqlite:///{tmp_path / 'one.db'}")
+    with pytest.raises(KareninaRDFError, match="'nope' not found"):
+        Benchmark.load_from_db("nope", f"sqlite:///{tmp_path / 'one.db'}", store=Store.memory())
+    (tmp_path / "text.db").write_text("not a database")
+    with pytest.raises(KareninaRDFError, match="not a SQLite database"):
+        bench.save_to_db(f"sqlite:///{tmp_path / 'text.db'}")
