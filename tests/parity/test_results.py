@@ -66,7 +66,7 @@ FORMATS: tuple[tuple[str, str, str, str], ...] = (
     ),
 )
 
-GENERATE = r'''
+GENERATE = r"""
 import json, sys
 from pathlib import Path
 from types import SimpleNamespace as NS
@@ -151,11 +151,11 @@ job = VerificationJob.model_construct(job_id="job-parity-1", config=cfg, start_t
                                       end_time=1700000010.5, total_questions=4, successful_count=3, failed_count=1)
 export_verification_results_json_stream(job, iter(results), rubric, is_complete=True, out_path=out)
 print(json.dumps({"rows": len(results)}))
-'''
+"""
 
 # Karenina's CSV of a results export: its loader, then the exporter `karenina verify --output
 # x.csv` calls, with the run's global rubric. The export time is fixed on both sides.
-KARENINA_CSV = r'''
+KARENINA_CSV = r"""
 import json, sys, time
 from pathlib import Path
 from types import SimpleNamespace as NS
@@ -180,7 +180,7 @@ time.gmtime = lambda *a: _gmtime(0)
 rx.get_karenina_version = lambda: meta.get("karenina_version")
 job = VerificationJob.model_construct(job_id=meta.get("job_id"))
 print(json.dumps({"csv": export_verification_results_csv(job, result_set, rubric)}))
-'''
+"""
 FIXED_STAMP = "1970-01-01 00:00:00 UTC"
 
 
@@ -435,9 +435,7 @@ print(json.dumps(len(b.get_question_ids())))
 def _normal_checkpoint(doc: Any) -> Any:
     """A checkpoint without what differs between any two saves: times and the minted ``@id``."""
     if isinstance(doc, dict):
-        return {
-            k: _normal_checkpoint(v) for k, v in doc.items() if k not in ("dateCreated", "dateModified", "@id")
-        }
+        return {k: _normal_checkpoint(v) for k, v in doc.items() if k not in ("dateCreated", "dateModified", "@id")}
     if isinstance(doc, list):
         return [_normal_checkpoint(x) for x in doc]
     return doc
