@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from karenina_rdf import Benchmark, KareninaRDFError, Store
+from karenina_rdf import Benchmark, KareninaRDFError, RubricTrait, Store
 from karenina_rdf.results import _export
 from tests.conftest import CORPUS, EXAMPLES, needs_corpus
 from tests.helpers.karenina_ref import karenina
@@ -497,3 +497,67 @@ def test_load_from_db_names_what_is_missing(tmp_path: Path) -> None:
     (tmp_path / "text.db").write_text("not a database")
     with pytest.raises(KareninaRDFError, match="not a SQLite database"):
         bench.save_to_db(f"sqlite:///{tmp_path / 'text.db'}")
+
+
+# -- results our runner writes ------------------------------------------------------------------
+def _judge(request: Any) -> str:
+    """Parses as the runner tests' judge does; scores the LLM trait ``clear`` True."""
+    from tests.runner.test_pipeline import extracting_judge
+
+    if request.stage == "parsing":
+        return extracting_judge(request)
+    return json.dumps({"scores": {"clear": True}})
+
+
+def _answerer(request: Any) -> str:
+    from tests.runner.test_pipeline import answers_right
+
+    if "capital" in request.messages[-1].content:
+        raise TimeoutError("the answering model timed out")  # a failure row
+    return answers_right(request)
+
+
+def _diff(ours: Any, theirs: Any, where: str = "") -> list[str]:
+    """Every field where two results differ, by path."""
+    if isinstance(ours, dict) and isinstance(theirs, dict):
+        out = [f"{where}/{k}: only {'ours' if k in ours else 'Karenina'}" for k in ours.keys() ^ theirs.keys()]
+        for k in ours.keys() & theirs.keys():
+            out += _diff(ours[k], theirs[k], f"{where}/{k}")
+        if not out and list(ours) != list(theirs):
+            out.append(f"{where}: fields in another order")
+        return out
+    if ours != theirs or type(ours) is not type(theirs):
+        return [f"{where}: ours {ours!r}, Karenina's {theirs!r}"]
+    return []
+
+
+def test_runner_results_load_in_karenina_as_stored(tmp_path: Path) -> None:
+    from karenina_rdf.runner import Limits, RunOptions, Sandbox, run_verification
+    from tests.runner.test_pipeline import Fake, make_bench
+
+    store = Store.memory()
+    bench = make_bench(store, rubric=True)
+    Benchmark(store, bench).add_global_rubric_trait(RubricTrait.llm("clear", "Is it clear?"))
+    answerer, judge = Fake("fake-a", _answerer), Fake("fake-j", _judge)
+    with Sandbox(workers=1, limits=Limits(cpu_seconds=2, wall_seconds=6, memory_mb=512)) as sandbox:
+        report = run_verification(
+            store,
+            bench,
+            judges=[judge.spec],
+            answerers=[answerer.spec],
+            sandbox=sandbox,
+            options=RunOptions(mode="template_and_rubric", replicates=2),
+        )
+    assert report.tasks == 4
+    target = tmp_path / "run.json"
+    store.export_results(report.run_id, target)
+    stored = json.loads(target.read_text(encoding="utf-8"))["results"]
+    loaded = karenina(KARENINA_READ, "export", str(target))[""]
+    assert len(stored) == len(loaded) == 4
+    assert {r["metadata"]["failure"] is None for r in stored} == {True, False}  # both kinds of row
+    for ours, theirs in zip(stored, loaded, strict=True):
+        assert _diff(ours, theirs) == [], ours["metadata"]["question_id"]
+    # The same results through a Karenina database.
+    db = tmp_path / "run.db"
+    store.export_results(report.run_id, db, format="karenina-db")
+    assert list(karenina(KARENINA_READ, "db", str(db)).values()) == [loaded]
