@@ -561,3 +561,41 @@ def test_runner_results_load_in_karenina_as_stored(tmp_path: Path) -> None:
     db = tmp_path / "run.db"
     store.export_results(report.run_id, db, format="karenina-db")
     assert list(karenina(KARENINA_READ, "db", str(db)).values()) == [loaded]
+
+
+# -- the command line --------------------------------------------------------------------------
+def test_command_line_exports_and_imports(
+    tmp_path: Path, karenina_export: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What the tests above check through the Store, from the command line: the same bytes and
+    the same database; a ResultsStore file imported; a clear one-line error for a database export
+    without a file."""
+    from typer.testing import CliRunner
+
+    from karenina_rdf.cli import app
+
+    monkeypatch.setattr(_export, "export_stamp", lambda: FIXED_STAMP)
+    runner = CliRunner()
+    store = str(tmp_path / "store")
+    r = runner.invoke(app, ["results", "import", str(karenina_export), "--store", store])
+    assert r.exit_code == 0, r.output
+    csv_file = tmp_path / "cli.csv"
+    r = runner.invoke(app, ["results", "export", "job-parity-1", "-f", "csv", "-o", str(csv_file), "--store", store])
+    assert r.exit_code == 0, r.output
+    with Store(store) as s:
+        buf = io.StringIO()
+        s.export_results("job-parity-1", buf, format="csv")
+    assert csv_file.read_bytes() == buf.getvalue().encode("utf-8")
+    r = runner.invoke(app, ["results", "export", "job-parity-1", "-f", "karenina-db", "--store", store])
+    assert r.exit_code != 0 and "--output" in r.output and "Traceback" not in r.output
+    db = tmp_path / "cli.db"
+    r = runner.invoke(app, ["results", "export", "job-parity-1", "-f", "karenina-db", "-o", str(db), "--store", store])
+    assert r.exit_code == 0, r.output
+    assert list(karenina(KARENINA_READ, "db", str(db))) == ["job-parity-1"]
+    named = tmp_path / "results_store.json"
+    karenina(KARENINA_RESULTS_STORE, str(karenina_export), str(named))
+    r = runner.invoke(app, ["results", "import", str(named), "--store", store])
+    assert r.exit_code == 0, r.output
+    assert r.stdout.count("imported run ") == 2
+    r = runner.invoke(app, ["results", "export", "night run/2", "--store", store])
+    assert r.exit_code == 0 and r.stdout.count('"question_id"') == 2
