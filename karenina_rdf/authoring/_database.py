@@ -184,7 +184,7 @@ def rubric_traits(data: Any, where: str) -> list[RubricTrait]:
             f"{where}: Rubric contains unsupported 'manual_traits'. Please migrate your database "
             "using the migration script."
         )
-    out = []
+    out: list[RubricTrait] = []
     for key in _LISTS:
         items = data.get(key) or (data.get("traits", []) if key == "llm_traits" else [])
         out.extend(trait_from_dict(key.removesuffix("_traits"), t) for t in items)

@@ -257,8 +257,8 @@ class KareninaDatabase:
         version and rubric, which a database has no other place for). Returns the row count."""
         if self.db.execute("SELECT 1 FROM verification_runs WHERE id = ?", (run_id,)).fetchone():
             raise InvalidValueError(f"{self.path}: already holds a verification run with id {run_id!r}")
-        meta = header.get("metadata") if isinstance(header.get("metadata"), dict) else {}
-        summary = meta.get("job_summary") if isinstance(meta.get("job_summary"), dict) else {}
+        meta: dict[str, Any] = header["metadata"] if isinstance(header.get("metadata"), dict) else {}
+        summary: dict[str, Any] = meta["job_summary"] if isinstance(meta.get("job_summary"), dict) else {}
         stamp = now()
         self.db.execute(
             "INSERT INTO verification_runs (id, benchmark_id, run_name, status, config, total_questions, "
@@ -284,7 +284,7 @@ class KareninaDatabase:
         count = ok = 0
         for row in rows:
             meta_r = row.get("metadata") or {}
-            qid = meta_r.get("question_id")
+            qid = str(meta_r.get("question_id"))
             self.add_question(qid, meta_r.get("question_text") or "", meta_r.get("raw_answer") or "")
             flat = flatten(row)
             self.db.execute(insert, (run_id, qid, stamp, *(flat[i] for i in keep)))
@@ -296,7 +296,7 @@ class KareninaDatabase:
             "failed_count = ? WHERE id = ?",
             (len(questions), count, ok, count - ok, run_id),
         )
-        shared = header.get("shared_data") if isinstance(header.get("shared_data"), dict) else {}
+        shared: dict[str, Any] = header["shared_data"] if isinstance(header.get("shared_data"), dict) else {}
         self.db.execute(
             "INSERT INTO import_metadata (run_id, import_source, source_format_version, source_filename, "
             "source_job_id, source_export_timestamp, source_karenina_version, results_count, "

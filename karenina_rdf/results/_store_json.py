@@ -104,9 +104,13 @@ def import_results_store(
                 yield pointer[1:], n, row
 
         header = _header(name, rows)
+
+        def complete(header: dict[str, Any] = header) -> dict[str, Any]:
+            return header
+
         out.append(
             _Import(store, name, label, file_hash, benchmark, name=name, check=check).execute(
-                header, items(), lambda header=header: header, FORMAT_VERSION
+                header, items(), complete, FORMAT_VERSION
             )
         )
     return out
