@@ -531,7 +531,7 @@ def _diff(ours: Any, theirs: Any, where: str = "") -> list[str]:
     return []
 
 
-def test_runner_results_load_in_karenina_as_stored(tmp_path: Path) -> None:
+def test_runner_results_load_in_karenina_as_stored(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from karenina_rdf.runner import Limits, RunOptions, Sandbox, run_verification
     from tests.runner.test_pipeline import Fake, make_bench
 
@@ -557,6 +557,11 @@ def test_runner_results_load_in_karenina_as_stored(tmp_path: Path) -> None:
     assert {r["metadata"]["failure"] is None for r in stored} == {True, False}  # both kinds of row
     for ours, theirs in zip(stored, loaded, strict=True):
         assert _diff(ours, theirs) == [], ours["metadata"]["question_id"]
+    # Karenina's CSV of them is ours (the question-specific cell aside, as in test_csv_is_karenina_s).
+    monkeypatch.setattr(_export, "export_stamp", lambda: FIXED_STAMP)
+    buf = io.StringIO()
+    store.export_results(report.run_id, buf, format="csv")
+    assert buf.getvalue() == karenina(KARENINA_CSV, str(target))["csv"]
     # The same results through a Karenina database.
     db = tmp_path / "run.db"
     store.export_results(report.run_id, db, format="karenina-db")
