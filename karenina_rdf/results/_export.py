@@ -427,6 +427,12 @@ def export_stamp() -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
 
 
+def _usable(name: str) -> bool:
+    """Karenina's ``_validate_trait_name``: the exporter leaves out (with a warning) a trait whose
+    name is empty, longer than 255 characters or holds a line break or NUL."""
+    return bool(name) and len(name) <= 255 and not any(c in name for c in "\n\r\0")
+
+
 def write_csv(
     fh: IO[str], header: dict[str, Any], rows: Iterable[dict[str, Any]], global_names: list[str], scored: set[str]
 ) -> int:
@@ -434,8 +440,8 @@ def write_csv(
     global rubric that a result scores, the other scored traits in ``question_specific_rubrics``
     (as JSON). ``karenina_version`` is the run's (the Karenina that made the results), where
     Karenina's exporter writes its own."""
-    seen = {n for n in scored if n and len(n) <= 255 and not any(c in n for c in "\n\r\0")}  # names Karenina skips
-    known = {n for n in global_names if n and len(n) <= 255 and not any(c in n for c in "\n\r\0")}
+    seen = {n for n in scored if _usable(n)}
+    known = {n for n in global_names if _usable(n)}
     global_traits = sorted(seen & known)
     specific = sorted(seen - known)
     stamp = export_stamp()
