@@ -12,16 +12,15 @@ loaded benchmark holds.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import sqlite3
-import textwrap
 from pathlib import Path
 from typing import Any
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, Problem
 from karenina_rdf._store import Store
 from karenina_rdf.checkpoint import RubricTrait
+from karenina_rdf.rdf import template_id
 from karenina_rdf.results import KareninaDatabase, sqlite_path
 
 from ._core import BenchmarkCore
@@ -96,15 +95,6 @@ _FIELDS: dict[str, tuple[tuple[str, Any], ...]] = {
     ),
 }
 _LISTS = ("llm_traits", "regex_traits", "callable_traits", "metric_traits", "agentic_traits")
-
-
-def template_id(template: str | None) -> str:
-    """Karenina's ``generate_template_id``: the MD5 of the normalised code, or ``no_template``."""
-    if not template or template.strip() == "":
-        return "no_template"
-    normalized = textwrap.dedent(template).replace("\r\n", "\n").replace("\r", "\n")
-    normalized = "\n".join(line.rstrip() for line in normalized.split("\n")).strip()
-    return hashlib.md5(normalized.encode("utf-8")).hexdigest()[:32]
 
 
 def trait_dict(trait: RubricTrait) -> dict[str, Any]:
@@ -221,10 +211,11 @@ class DatabaseMembers(BenchmarkCore):
                 str(checkpoint_path) if checkpoint_path else None,
                 metadata,
             )
-            for q in bench:
+            for q in self.question_views():
+                qid = str(q.id)  # a stored question always has its id
                 template = q.answer_template or ""
                 db.add_question(
-                    q.id,
+                    qid,
                     q.question,
                     q.raw_answer,
                     answer_notes=q.answer_notes,
@@ -236,7 +227,7 @@ class DatabaseMembers(BenchmarkCore):
                 )
                 db.link_question(
                     bid,
-                    q.id,
+                    qid,
                     template_id(template),
                     template,
                     bool(q.finished),

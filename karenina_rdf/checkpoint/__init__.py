@@ -4,7 +4,7 @@ Karenina's default template (``_template_defaults``), and triples back to canoni
 checkpoint JSON (``_export``)."""
 
 from ._export import CANONICAL_CONTEXT, benchmark_json, item_json, write_json
-from ._json import too_long_integer
+from ._json import too_long_integer, without_lone_surrogates
 from ._map import MappedBenchmark, identity, map_checkpoint, map_item, read_bytes, read_checkpoint, read_json
 from ._properties import finished_value
 from ._rubric import RubricTrait, coerce_trait
@@ -29,6 +29,7 @@ __all__ = [
     "read_checkpoint",
     "read_json",
     "template_name",
+    "without_lone_surrogates",
     "too_long_integer",
     "write_json",
 ]

@@ -151,6 +151,8 @@ KARENINA_TERMS = _words(
     # Benchmark nodes (§4): order, identity kept from the file, Karenina's derived values.
     "position sourceId derivedIdentifier emptyLists propertyLayout textMd5 keywordOrder",
     "templateId isDefaultTemplate traitKind Scenario scenarioJson",
+    # An item whose question id a later item takes again, kept whole to be written back.
+    "ShadowedItem shadowedItem itemJson",
     # Settings become typed data (§5): QUESTION_SETTINGS, BENCHMARK_SETTINGS, TRAIT_SETTINGS, camelCased.
     "finished author sources fewShotExamples answerNotes workspacePath",
     "benchmarkFormatVersion benchmarkType",

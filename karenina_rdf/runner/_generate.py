@@ -71,7 +71,7 @@ def generate_templates(
     ids = questions or bench.get_question_ids()
     out = []
     for qid in ids:
-        q = bench.get_question(qid)
+        q = bench.question_view(qid)
         if q.has_template and not overwrite:
             continue
         made = _one(model, sandbox, qid, q.question, q.raw_answer, q.answer_notes)

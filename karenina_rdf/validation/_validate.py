@@ -23,7 +23,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, NotFoundError, Problem, StoreError
-from karenina_rdf.checkpoint import map_checkpoint, read_checkpoint
+from karenina_rdf.checkpoint import map_checkpoint, read_checkpoint, without_lone_surrogates
 from karenina_rdf.rdf import (
     KAR,
     MODELS_GRAPH,
@@ -253,6 +253,7 @@ def validate(
     pointers: dict[str, str] = {}
     try:
         doc = source if isinstance(source, dict) else read_checkpoint(source)
+        doc, replaced = without_lone_surrogates(doc, label)
         store = GraphStore.memory(base_iri=base_iri)
         mapped = map_checkpoint(doc, base_iri=store.base_iri, source=label, pointers=pointers)
     except CheckpointError as exc:
@@ -261,6 +262,14 @@ def validate(
     text = "".join(f"{s} {p} {o} .\n" for s, p, o in mapped.triples)
     store.oxigraph.load(input=text.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
     findings = _findings(store, graph, mapped.iri, mapped.name, engine, pointers)
+    # What the load rules warned about and no shape or check re-found (the import's rule too).
+    covered = {f.pointer for f in findings if f.pointer is not None}
+    warned = replaced + [
+        w
+        for w in mapped.warnings
+        if w.pointer is None or not any(w.pointer == c or w.pointer.startswith(c + "/") for c in covered)
+    ]
+    findings[:0] = [load_finding(p).model_copy(update={"severity": "Warning"}) for p in warned]
     return BenchmarkReport(source=label, benchmark=mapped.name, findings=findings)
 
 
@@ -535,6 +544,7 @@ def load_finding(p: Problem) -> Finding:
         question_id=p.question_id,
         pointer=p.pointer,
         component=LOAD_RULES,
+        trait=p.trait,
     )
 
 

@@ -33,7 +33,7 @@ def _view(store: Store, iri: str) -> dict[str, Any]:
         "dates": (b.created_at, b.modified_at),
         "custom": b.get_all_custom_properties(),
         "global_rubric": [t.model_dump() for t in b.get_global_rubric() or []],
-        "questions": [q.model_dump(exclude={"iri"}) for q in b],
+        "questions": [q.model_dump(exclude={"iri"}) for q in b.question_views()],
     }
 
 

@@ -297,7 +297,7 @@ def question_view(
         return None
     handle = Benchmark(store, bench)
     try:
-        question = handle.get_question(qid)
+        question = handle.question_view(qid)
     except QuestionNotFoundError:
         return None
     names = store.oxigraph.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(SCHEMA + "name"), None, graph)
