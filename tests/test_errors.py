@@ -244,7 +244,7 @@ CASES: list[tuple[str, Callable[[World], Any], type[KareninaRDFError], str]] = [
         "an unknown results format",
         lambda w: w.store.export_results("any", w.tmp / "out.xml", format="xml"),
         InvalidValueError,  # the format is checked before the run is looked up
-        r"unknown results format 'xml': karenina-json or csv",
+        r"unknown results format 'xml': karenina-json, csv or karenina-db",
     ),
     (
         "an unknown validation engine",

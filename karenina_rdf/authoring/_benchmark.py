@@ -36,6 +36,7 @@ from karenina_rdf.rdf import (
 )
 
 from ._core import _NOT_GIVEN, BenchmarkCore, _dumps, _now, _pv, _set_pv, _StoredIds
+from ._database import DatabaseMembers
 from ._question import Question, as_question
 from ._questions import QuestionMembers
 from ._reports import ReportMembers
@@ -82,7 +83,9 @@ def benchmark_info(header: dict[str, Any], *, benchmark_id: str, iri: str, quest
     )
 
 
-class Benchmark(QuestionMembers, ReportMembers, TemplateMembers, RubricMembers, ScenarioMembers, BenchmarkCore):
+class Benchmark(
+    QuestionMembers, ReportMembers, TemplateMembers, RubricMembers, ScenarioMembers, DatabaseMembers, BenchmarkCore
+):
     """One benchmark in a :class:`Store`, addressed by its IRI."""
 
     # -- construction ----------------------------------------------------------------------
