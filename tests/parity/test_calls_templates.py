@@ -30,6 +30,15 @@ from tests.helpers.karenina_ref import karenina
 
 pytestmark = [pytest.mark.slow]  # Karenina runs in a subprocess of its own environment
 
+FORMATS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "generated-templates file (`export_generated_templates` / `import_generated_templates`)",
+        "import and export",
+        "same bytes, and each library imports the other's file",
+        "test_generated_templates_files_are_byte_identical",
+    ),
+)
+
 QUESTIONS = [
     ("What is the capital of France?", "Paris"),
     ("How many legs has a spider?", "8"),

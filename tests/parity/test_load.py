@@ -25,6 +25,36 @@ from tests.helpers.karenina_ref import karenina
 
 pytestmark = [pytest.mark.slow]  # Karenina runs in a subprocess of its own environment
 
+# The file formats Karenina reads and writes that this module checks: (format, direction, how
+# ours compares, the test). docs/karenina-parity.md lists them with those of the other modules.
+FORMATS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "JSON-LD checkpoint (`Benchmark.load` / `save`), built by Karenina with every feature",
+        "import and export",
+        "same bytes as Karenina's file and as its re-save (`dateModified` aside, the time of saving)",
+        "test_every_feature_karenina_writes_imports_quietly_and_exports_as_written",
+    ),
+    (
+        "JSON-LD checkpoint, edited variants (odd templates, traits Karenina loads but cannot use, ids)",
+        "import and export",
+        "every file Karenina loads imports (stricter checks warn), and exports as it came in and as "
+        "Karenina re-saves it",
+        "test_what_we_export_is_what_came_in_and_what_karenina_saves",
+    ),
+    (
+        "JSON-LD checkpoint, bad input",
+        "import",
+        "every file we refuse, Karenina refuses; every file we import with a warning, Karenina loads",
+        "test_the_bad_input_tables_agree_with_karenina",
+    ),
+    (
+        "JSON-LD checkpoint with two items of one question id",
+        "import and export",
+        "the last item is the question, as in Karenina; both are written back; removal as Karenina's",
+        "test_an_id_used_twice_reads_and_goes_as_in_karenina",
+    ),
+)
+
 BUILD = r'''
 import json, sys
 from karenina import Benchmark

@@ -27,6 +27,16 @@ from tests.helpers.karenina_ref import karenina
 
 pytestmark = [pytest.mark.slow]  # Karenina runs in a subprocess of its own environment
 
+FORMATS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "JSON-LD checkpoint of a scenario benchmark (`hasPart` scenarios, built by Karenina's `Scenario`)",
+        "import and export",
+        "every variant Karenina loads imports and its turns are found by SPARQL; export as it came in, "
+        "or as Karenina re-saves it (except nested outcome checks, which Karenina's re-save breaks)",
+        "test_what_we_export_is_what_came_in_and_what_karenina_saves",
+    ),
+)
+
 BUILD = r'''
 import json, sys
 from karenina import Benchmark
