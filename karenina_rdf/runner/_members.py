@@ -38,7 +38,7 @@ from karenina_rdf.results import canonical_key, export_run, resolve_run, run_sum
 from ._generate import GeneratedTemplate, generate_one
 from ._models import INTERFACES, Transport
 from ._pipeline import SandboxLike
-from ._run import RunOptions, RunReport, run_verification, stored_config
+from ._run import RunOptions, RunReport, rescore, run_verification, stored_config
 from ._tasks import ModelSpec
 from .providers import CachedProvider, ResponseCache, RetryingProvider, cost_usd, provider_from_spec
 
@@ -398,15 +398,7 @@ class Benchmark(AuthoringBenchmark):
             raise InvalidValueError("sink is not supported: the new results are written to the prior run's store")
         if store is not True:
             raise InvalidValueError("store=False is not supported: results are always stored, in the prior run")
-        run_id = (getattr(prior_results, "metadata", None) or {}).get("run_id")
-        rows = list(getattr(prior_results, "results", None) or [])
-        if not isinstance(run_id, str) or not all(isinstance(r, dict) for r in rows):
-            raise InvalidTypeError(
-                "prior_results must be a VerificationResultSet returned by run_verification here "
-                "(its run is in the store)"
-            )
-        if not rows:
-            raise InvalidValueError("prior_results must contain at least one VerificationResult")
+        run_id, rows = _prior_rows(prior_results)
         if _get(config, "replay_store") is not None:
             raise InvalidValueError(
                 "config.replay_store must be None; extend_template builds the replay store internally "
@@ -428,6 +420,89 @@ class Benchmark(AuthoringBenchmark):
             )
         ids = list(question_ids) if question_ids is not None else sorted({r["metadata"]["question_id"] for r in rows})
         return self._verify(plan, ids, prior_name, progress_callback, sandbox, resume=run_id, extend=True)
+
+    def extend_rubric(
+        self,
+        prior_results: Any,
+        config: Any,
+        *,
+        run_name: str | None = None,
+        question_ids: list[str] | None = None,
+        async_enabled: bool | None = None,
+        progress_callback: Callable[[float, str], None] | None = None,
+        sink: Any = None,
+        store: bool = True,
+        sandbox: SandboxLike | None = None,
+    ) -> VerificationResultSet:
+        """Karenina's extend_rubric: the rubric the benchmark has now (global and per question)
+        graded on the answers of a run made by ``run_verification``, no answering model called
+        and no template run; every prior result comes back with the new trait scores merged into
+        its ``rubric`` (the same rows, in the same order). ``config`` describes the prior run's
+        shape: the same answering and parsing models and replicate count. The rubric pass is
+        stored as a new run derived from the prior one (``store=False``: dropped once merged)."""
+        if sink is not None:
+            raise InvalidValueError("sink is not supported: the rubric pass is stored as a run in the store")
+        run_id, rows = _prior_rows(prior_results)
+        if not config_list(config, "a"):
+            raise InvalidValueError("config.answering_models must be non-empty")
+        if not config_list(config, "p"):
+            raise InvalidValueError("config.parsing_models must be non-empty")
+        if _get(config, "replay_store") is not None:
+            raise InvalidValueError(
+                "config.replay_store must be None; extend_rubric builds the replay store internally from prior_results"
+            )
+        mode = _get(config, "evaluation_mode", "template_only")
+        if mode not in ("template_only", "rubric_only"):
+            raise InvalidValueError(
+                "config.evaluation_mode must be 'template_only' or 'rubric_only' for extend_rubric "
+                f"(got {mode!r}); the helper rewrites it to 'rubric_only' internally"
+            )
+        plan = verification_plan(self.store, config, async_enabled)
+        _check_same_shape(rows, plan, _get(config, "replicate_count", 1) or 1)
+        self._check_rubric_for(sorted({r["metadata"]["question_id"] for r in rows}))
+        effective_name = run_name or _run_name_of(rows, "extend_rubric")
+        ids = list(question_ids) if question_ids is not None else sorted({r["metadata"]["question_id"] for r in rows})
+        options = RunOptions(
+            mode="rubric_only",
+            questions=tuple(ids),
+            concurrency=plan.concurrency,
+            rubric_strategy=plan.rubric_strategy,  # type: ignore[arg-type]
+            run_name=effective_name,
+        )
+        report = rescore(self.store, run_id, judges=plan.judges, options=options, sandbox=sandbox)
+        fresh = result_set(self.store, report)
+        try:
+            merged = _enrich_with_rubric(rows, fresh.results, effective_name)
+        except InvalidValueError:
+            self.store.delete_run(report.run_id)  # a refused merge leaves no run behind
+            raise
+        if not store:
+            self.store.delete_run(report.run_id)
+        metadata = dict(fresh.metadata, prior_run_id=run_id)
+        if not store:
+            metadata.pop("run_iri", None)
+            metadata["run_id"] = None
+        if progress_callback is not None:
+            progress_callback(100.0, "extend_rubric: merged")
+        return VerificationResultSet(results=merged, metadata=metadata)
+
+    def _check_rubric_for(self, question_ids: list[str]) -> None:
+        """Karenina's checks of the rubric an extension grades: there is one, and no metric trait."""
+        bench: Any = self
+        traits = list(bench.get_global_rubric().all_traits()) if bench.get_global_rubric() is not None else []
+        for qid in question_ids:
+            rubric = bench.get_question_rubric(qid) if qid in bench else None
+            traits.extend(rubric.all_traits() if rubric is not None else [])
+        if not traits:
+            raise InvalidValueError(
+                "benchmark has no rubric attached (global or per-question) for any question in prior_results; "
+                "set a rubric before calling extend_rubric"
+            )
+        if any(t.trait_type == "metric" for t in traits):
+            raise InvalidValueError(
+                "Metric traits are not supported by extend_rubric in v1; "
+                "remove them from the rubric or use template_and_rubric on a fresh run"
+            )
 
     def _stored_plan(self, run_id: str, stored: dict[str, Any], async_enabled: bool | None) -> VerificationPlan:
         """The models and options a run recorded, rebuilt to resume it."""
@@ -483,6 +558,111 @@ class Benchmark(AuthoringBenchmark):
             extend=extend,
         )
         return result_set(self.store, report)
+
+
+def _prior_rows(prior_results: Any) -> tuple[str, list[dict[str, Any]]]:
+    """The stored run and the result rows of a set ``run_verification`` returned here."""
+    run_id = (getattr(prior_results, "metadata", None) or {}).get("run_id")
+    rows = list(getattr(prior_results, "results", None) or [])
+    if not isinstance(run_id, str) or not all(isinstance(r, dict) for r in rows):
+        raise InvalidTypeError(
+            "prior_results must be a VerificationResultSet returned by run_verification here (its run is in the store)"
+        )
+    if not rows:
+        raise InvalidValueError("prior_results must contain at least one VerificationResult")
+    return run_id, rows
+
+
+def _run_name_of(rows: list[dict[str, Any]], member: str) -> str:
+    names = {r["metadata"].get("run_name") for r in rows} - {None}
+    if len(names) > 1:
+        raise InvalidValueError(
+            f"prior_results rows carry inconsistent run_names ({sorted(names)}); pass run_name= explicitly to {member}"
+        )
+    return next(iter(names), None) or "extend_rubric"
+
+
+def _check_same_shape(rows: list[dict[str, Any]], plan: VerificationPlan, replicate_count: int) -> None:
+    """Karenina's checks of a rubric extension: the configured answering and parsing models are
+    those of the prior results, and the replicate count is theirs."""
+    for role, configured_models in (("answering", plan.answerers), ("parsing", plan.judges)):
+        prior = {canonical_key(r["metadata"].get(role)) for r in rows}
+        configured = {canonical_key(m.identity) for m in configured_models}
+        if prior != configured:
+            raise InvalidValueError(
+                f"config.{role}_models does not match the {role} identities in prior_results. "
+                f"Configured: {sorted(configured)}. Observed in prior: {sorted(prior)}."
+            )
+    fanout: dict[tuple[Any, ...], set[Any]] = {}
+    for r in rows:
+        m = r["metadata"]
+        fanout.setdefault(
+            (m["question_id"], canonical_key(m.get("answering")), canonical_key(m.get("parsing"))), set()
+        ).add(m.get("replicate"))
+    observed = max((len(v) for v in fanout.values()), default=0)
+    if observed and replicate_count != observed:
+        raise InvalidValueError(
+            f"config.replicate_count={replicate_count} does not match the replicate fan-out observed in "
+            f"prior_results (={observed}). extend_rubric preserves the prior shape; pass replicate_count "
+            "equal to the observed count."
+        )
+
+
+# The rubric's per-trait buckets Karenina's extend_rubric unions, refusing a name in both.
+_RUBRIC_BUCKETS = (
+    "llm_trait_scores",
+    "llm_trait_labels",
+    "regex_trait_scores",
+    "callable_trait_scores",
+    "agentic_trait_scores",
+    "agentic_trait_investigation_traces",
+)
+
+
+def _row_key(row: dict[str, Any]) -> tuple[Any, ...]:
+    m = row["metadata"]
+    return (m["question_id"], canonical_key(m.get("answering")), canonical_key(m.get("parsing")), m.get("replicate"))
+
+
+def _enrich_with_rubric(
+    prior: list[dict[str, Any]], fresh: list[dict[str, Any]], run_name: str
+) -> list[dict[str, Any]]:
+    """Karenina's merge: each prior row, copied, with the rubric pass's trait scores of the same
+    (question, answerer, judge, replicate) added to its ``rubric``."""
+    by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for row in fresh:
+        key = _row_key(row)
+        if key in by_key:
+            raise InvalidValueError(f"extend_rubric: rubric-only run produced duplicate rows for triple {key}")
+        by_key[key] = row
+    out = []
+    for row in prior:
+        key = _row_key(row)
+        if key not in by_key:
+            raise InvalidValueError(f"extend_rubric: no rubric-only row produced for prior triple {key}")
+        merged = json.loads(json.dumps(row))
+        target = merged.get("rubric") or {}
+        source = by_key[key].get("rubric") or {}
+        if source.get("rubric_evaluation_performed"):
+            target["rubric_evaluation_performed"] = True
+        if source.get("rubric_evaluation_strategy") is not None:
+            target["rubric_evaluation_strategy"] = source["rubric_evaluation_strategy"]
+        for bucket in _RUBRIC_BUCKETS:
+            new = source.get(bucket)
+            if not new:
+                continue
+            old = target.get(bucket) or {}
+            clash = set(old) & set(new)
+            if clash:
+                raise InvalidValueError(
+                    f"extend_rubric: trait name collision in {bucket} for traits {sorted(clash)}; "
+                    "rename or remove the colliding trait"
+                )
+            target[bucket] = {**old, **new}
+        merged["rubric"] = target
+        merged["metadata"]["run_name"] = run_name
+        out.append(merged)
+    return out
 
 
 def _skipped(code: str) -> dict[str, Any]:

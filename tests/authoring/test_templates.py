@@ -571,3 +571,52 @@ def test_extend_template_needs_prior_results(bench: Benchmark) -> None:
     empty = VerificationResultSet(results=[], metadata={"run_id": "r"})
     with pytest.raises(InvalidValueError, match="prior_results must contain at least one VerificationResult"):
         bench.extend_template(empty, _config())
+
+
+@pytest.mark.slow
+def test_extend_rubric_grades_the_stored_answers_with_the_rubric_set_since() -> None:
+    """Karenina's extend_rubric: the prior rows come back in order with the new trait scores
+    merged into their rubric; no answering model is called, no template runs."""
+    from karenina_rdf.runner import Sandbox
+
+    calls: list[str] = []
+
+    def answers(request: ChatRequest) -> str:
+        calls.append(request.messages[-1].content)
+        return _answers(request)
+
+    answerer = ModelSpec(FunctionProvider(answers), "fake-a", "claude_tool", spec="anthropic:fake-a")
+    judge = ModelSpec(FunctionProvider(_judge), "fake-j", "claude_tool", spec="anthropic:fake-j")
+    config = {"answering_models": [answerer], "parsing_models": [judge]}
+    with Store.memory() as store, Sandbox(workers=1) as sandbox:
+        b = Benchmark.create("extend-rubric", store=store)
+        b.add_question("What is the capital of France?", "Paris", T_CAPITAL, question_id="q0")
+        b.add_question("How many legs has a spider?", "8", T_LEGS, question_id="q1")
+        prior = b.run_verification(config, run_name="base", sandbox=sandbox)
+        assert len(prior) == 2 and len(calls) == 2
+        with pytest.raises(InvalidValueError, match="benchmark has no rubric attached"):
+            b.extend_rubric(prior, config, sandbox=sandbox)
+        b.add_global_rubric_trait({"name": "names_paris", "trait_type": "regex", "pattern": "Paris"})
+        b.add_question_rubric_trait("q1", {"name": "has_digit", "trait_type": "regex", "pattern": r"\d"})
+        with pytest.raises(InvalidValueError, match=r"config\.parsing_models does not match"):
+            b.extend_rubric(prior, {"answering_models": [answerer], "parsing_models": [answerer]}, sandbox=sandbox)
+        with pytest.raises(InvalidValueError, match="replicate_count=2 does not match"):
+            b.extend_rubric(prior, {**config, "replicate_count": 2}, sandbox=sandbox)
+        with pytest.raises(InvalidValueError, match="evaluation_mode must be 'template_only' or 'rubric_only'"):
+            b.extend_rubric(prior, {**config, "evaluation_mode": "template_and_rubric"}, sandbox=sandbox)
+        merged = b.extend_rubric(prior, config, sandbox=sandbox)
+        assert len(calls) == 2  # the stored answers were graded; nobody answered again
+        assert [r["metadata"]["question_id"] for r in merged] == [r["metadata"]["question_id"] for r in prior]
+        scores = {r["metadata"]["question_id"]: r["rubric"]["regex_trait_scores"] for r in merged}
+        assert scores == {"q0": {"names_paris": True}, "q1": {"names_paris": False, "has_digit": False}}
+        for before, after in zip(prior, merged, strict=True):
+            assert after["template"] == before["template"]  # the template verdicts pass through
+            assert after["rubric"]["rubric_evaluation_performed"] is True
+        # The rubric pass is a run of its own, derived from the prior one.
+        assert merged.metadata["prior_run_id"] == prior.metadata["run_id"]
+        assert sorted(s.run_id for s in store.runs()) == sorted([prior.metadata["run_id"], merged.metadata["run_id"]])
+        # A second extension with the same traits collides, as in Karenina.
+        with pytest.raises(InvalidValueError, match="trait name collision in regex_trait_scores"):
+            b.extend_rubric(merged, config, sandbox=sandbox)
+        unstored = b.extend_rubric(prior, config, store=False, sandbox=sandbox)
+        assert unstored.results == merged.results and len(store.runs()) == 2

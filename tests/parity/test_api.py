@@ -59,9 +59,7 @@ print(json.dumps(out))
 """
 
 # Members of Karenina's Benchmark not built here yet (issue 18 is open).
-NOT_YET = {
-    "extend_rubric",
-}
+NOT_YET: set[str] = set()
 # Parameters that differ on purpose, with why.
 DIFFERENT = {
     "save": "no save_deep_judgment_config: deep-judgment settings are saved with the traits they belong to",
@@ -100,6 +98,8 @@ NOTES = {
     "generate_all_templates": "as generate_templates",
     "optimize": "needs GEPA and a model: raises FeatureUnavailableError (an ImportError, as Karenina's "
     "without gepa); run it in Karenina on the saved checkpoint",
+    "extend_rubric": "grades the stored answers of the prior run with the current rubric, rubric_only, "
+    "Karenina's checks and merge; the rubric pass is stored as a run derived from the prior one",
     "id": "minted as Karenina mints it (urn:uuid:karenina-checkpoint-<time>), so two libraries never agree",
     "created_at": "the time of creation, in Karenina's format (local time, no zone)",
     "modified_at": "the time of the last change, in Karenina's format",
