@@ -5,6 +5,8 @@ results written to the store as they complete. See docs/verification.md."""
 from karenina_rdf.runner.providers import ChatRequest, ChatResponse, FunctionProvider, Message, Provider, Usage
 from karenina_rdf.runner.sandbox import Limits, Sandbox, SandboxOutcome
 
+from ._config import FewShotConfig, PromptConfig, QuestionFewShotConfig
+from ._config import few_shot_for_mode as few_shot_for_mode
 from ._generate import GeneratedTemplate, generate_templates
 
 # For the command line, not the Python API (hence not in __all__): the run modes it offers and
@@ -17,12 +19,15 @@ from ._tasks import ModelSpec
 __all__ = [
     "ChatRequest",
     "ChatResponse",
+    "FewShotConfig",
     "FunctionProvider",
     "GeneratedTemplate",
     "Limits",
     "Message",
     "ModelSpec",
+    "PromptConfig",
     "Provider",
+    "QuestionFewShotConfig",
     "RunOptions",
     "RunReport",
     "Sandbox",
