@@ -10,11 +10,11 @@ hedged and approximate values count; optional fields are ignored). The judge get
 the response and the template's judge schema, from which the sandbox has already removed the
 ground truth and the verification metadata.
 
-Reading the reply (Karenina's ``detect_abstention``/``detect_sufficiency``): a JSON object with
-the verdict gives ``performed=True``; a JSON object without it gives the default verdict
-(abstention: no; sufficiency: sufficient), still performed, reasoning "No reasoning provided";
-a reply that is no JSON object, or a call that fails, gives the default verdict with
-``performed=False`` and no reasoning. A failing check never fails the task.
+Reading the reply (Karenina's ``detect_abstention``/``detect_sufficiency`` with its structured
+output): a JSON object holding a reasoning string and the verdict (a boolean as Pydantic
+accepts one) gives ``performed=True``; anything else (no JSON object, a field missing or of
+the wrong type), or a call that fails, gives the default verdict (abstention: no; sufficiency:
+sufficient) with ``performed=False`` and no reasoning. A failing check never fails the task.
 """
 
 from __future__ import annotations
@@ -26,8 +26,6 @@ from typing import Any
 from karenina_rdf.runner.providers import Message, json_object
 
 from ._config import with_instructions
-
-NO_REASONING = "No reasoning provided"
 
 ABSTENTION_SYSTEM = """You decide whether an assistant's response declines to answer the question it was asked.
 
@@ -126,10 +124,22 @@ def read_verdict(text: str | None, field: str, default: bool) -> Verdict:
         reply = json_object(text)
     except ValueError:
         return Verdict(default, False, None)
-    value = reply.get(field, default)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        value = value.strip().lower() == "true"
-    if not isinstance(value, bool):
-        value = default
-    reasoning = reply.get("reasoning", NO_REASONING)
-    return Verdict(value, True, reasoning if isinstance(reasoning, str) else json.dumps(reasoning))
+    value, reasoning = lax_bool(reply.get(field)), reply.get("reasoning")
+    if value is None or not isinstance(reasoning, str):
+        return Verdict(default, False, None)
+    return Verdict(value, True, reasoning)
+
+
+_TRUE = frozenset({"true", "yes", "on", "y", "t", "1"})
+_FALSE = frozenset({"false", "no", "off", "n", "f", "0"})
+
+
+def lax_bool(value: Any) -> bool | None:
+    """A boolean as a Pydantic model (Karenina's reply models) accepts one, else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    return None

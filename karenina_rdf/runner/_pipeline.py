@@ -457,7 +457,13 @@ class Pipeline:
                 state.error = _stage_error("rubric_evaluation", exc)
                 state.add_retries(exc.retries)
                 return
-            present = read_presence(reply.text, dynamic)
+            try:
+                present = read_presence(reply.text)
+            except ValueError as exc:
+                state.error = StageError(
+                    "unexpected_error", "rubric_evaluation", f"dynamic rubric presence check: {exc}"
+                )
+                return
             for t in dynamic:
                 if present.get(t.name, False):
                     promoted.append(t.name)

@@ -7,8 +7,8 @@ join the rubric after the static traits of their kind, with provenance ``dynamic
 
 As Karenina's ``_resolve_dynamic_rubric``: a dynamic trait with the name of a static trait of its
 own kind, or of a dynamic trait of its own kind from the other level, is an error of the task;
-a reply that is not the asked-for shape marks every trait absent; a failed call is an error of
-the task. The judge sees the concepts and the response, nothing else (no question, no reference
+a failed call is an error of the task, and so is a reply that is not the asked-for shape (Karenina's structured output
+fails, and the stage with it). The judge sees the concepts and the response, nothing else (no question, no reference
 answer).
 """
 
@@ -21,6 +21,7 @@ from karenina_rdf._errors import InvalidValueError
 from karenina_rdf.checkpoint import RubricTrait
 from karenina_rdf.runner.providers import Message, json_object
 
+from .._checks import lax_bool
 from .._config import with_instructions
 
 STAGE = "dynamic_rubric_presence_check"
@@ -73,25 +74,18 @@ def presence_messages(traits: list[RubricTrait], response: str, instructions: st
     )
 
 
-def read_presence(text: str, traits: list[RubricTrait]) -> dict[str, bool]:
-    """Trait name -> present; every trait absent when the reply is not the asked-for shape."""
-    absent = {t.name: False for t in traits}
-    try:
-        reply = json_object(text)
-    except ValueError:
-        return absent
+def read_presence(text: str) -> dict[str, bool]:
+    """Trait name -> present (a trait the reply leaves out is absent). A reply that is not the
+    asked-for shape raises ValueError: Karenina's structured output fails and the stage with it."""
+    reply = json_object(text)
     items = reply.get("results")
     if not isinstance(items, list):
-        return absent
+        raise ValueError("the presence check's reply has no list of results")
     out: dict[str, bool] = {}
     for item in items:
-        if not (isinstance(item, dict) and isinstance(item.get("trait_name"), str)):
-            return absent
-        present = item.get("present")
-        if isinstance(present, str) and present.strip().lower() in ("true", "false"):
-            present = present.strip().lower() == "true"
-        if not isinstance(present, bool):
-            return absent
+        present = lax_bool(item.get("present")) if isinstance(item, dict) else None
+        if not (isinstance(item, dict) and isinstance(item.get("trait_name"), str)) or present is None:
+            raise ValueError(f"the presence check's reply has an unusable entry: {json.dumps(item)[:200]}")
         out[item["trait_name"]] = present
     return out
 
