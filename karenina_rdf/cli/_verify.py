@@ -92,6 +92,11 @@ def _report(r: RunReport) -> None:
     )
     if r.failures:
         out.print("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(r.failures.items())))
+    checks = [
+        f"{n} {what}" for n, what in ((r.abstained, "abstained"), (r.insufficient, "insufficient")) if n is not None
+    ]
+    if checks:
+        out.print("checks: " + ", ".join(checks))
     out.print(f"cost: {'unknown (a model has no price)' if r.cost_usd is None else f'${r.cost_usd:.4f}'}")
     if r.status != "completed":
         out.print(f"continue with: karenina-rdf verify {escape(r.benchmark)} --resume {escape(r.run_id)}")

@@ -82,8 +82,8 @@ class RunReport(BaseModel):
     passed: int
     failed: int
     failures: dict[str, int]
-    abstained: int = 0  # results whose abstention check found an abstention
-    insufficient: int = 0  # results whose sufficiency check found the response insufficient
+    abstained: int | None = None  # results whose abstention check found an abstention (None: check off)
+    insufficient: int | None = None  # results found insufficient by the sufficiency check (None: check off)
     cost_usd: float | None
     seconds: float
     notes: tuple[str, ...] = ()
@@ -347,8 +347,8 @@ def run_verification(
         passed=counts["passed"],
         failed=counts["failed"],
         failures=failures,
-        abstained=counts["abstained"],
-        insufficient=counts["insufficient"],
+        abstained=counts["abstained"] if opts.abstention_enabled else None,
+        insufficient=counts["insufficient"] if opts.sufficiency_enabled else None,
         cost_usd=total_cost[0],
         seconds=round(time.time() - started, 3),
         notes=tuple(notes),

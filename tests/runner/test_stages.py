@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import io
 import json
+import re
 import threading
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from markupsafe import escape
 
 from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf.runner import (
@@ -351,8 +353,14 @@ def test_checks_decide_as_karenina(
         )
         if karenina_failure and karenina_failure["category"] in ("abstention", "sufficiency"):
             assert mine["reason"] == karenina_failure["reason"] and mine["group"] == "abstained"
-    assert report.abstained == (ours["template"]["abstention_detected"] is True)
-    assert report.insufficient == (ours["template"]["sufficiency_detected"] is False)
+    if switches.get("abstention"):
+        assert report.abstained == (ours["template"]["abstention_detected"] is True)
+    if switches.get("sufficiency"):
+        assert report.insufficient == (ours["template"]["sufficiency_detected"] is False)
+    assert (report.abstained is None, report.insufficient is None) == (
+        not switches.get("abstention"),
+        not switches.get("sufficiency"),
+    )
 
 
 @pytest.mark.parametrize(("case", "switches", "replies"), DYNAMIC_CASES, ids=[c[0] for c in DYNAMIC_CASES])
@@ -554,3 +562,65 @@ def test_few_shot_selection_is_karenina_s(sandbox: Sandbox) -> None:
     with pytest.raises(ValueError, match="pool_k"):
         FewShotConfig(pool_k=0)
     assert QuestionFewShotConfig().mode == "inherit"
+
+
+KARENINA_LOAD = r"""
+import json, sys
+from karenina.schemas.verification.result import VerificationResult
+rows = json.loads(sys.argv[1])
+print(json.dumps([VerificationResult.model_validate(r).model_dump(mode="json") for r in rows]))
+"""
+
+
+def test_check_results_map_validate_export_and_load_in_karenina(sandbox: Sandbox) -> None:
+    """Two questions, one abstaining and one insufficient: the stored run meets the shapes, its
+    export loads in Karenina as the same VerificationResults, the run page counts them and each
+    result page shows the verdict and the judge's reasoning."""
+    from fastapi.testclient import TestClient
+
+    from karenina_rdf import create_app, validate_store
+
+    store = Store.memory()
+    b = Benchmark.create("checks", store=store)
+    b.add_question(QUESTION, REFERENCE, CAPITAL, question_id="q-abstains", finished=True)
+    b.add_question("Name the capital of Atlantis.", REFERENCE, CAPITAL, question_id="q-vague", finished=True)
+    b.add_question("Which city is Atlantis' capital?", REFERENCE, CAPITAL, question_id="q-fine", finished=True)
+
+    def judge(r: ChatRequest) -> str:
+        user = r.messages[-1].content
+        if r.stage == "abstention_check":
+            return ABSTAINS if "What is the capital" in user else ANSWERS
+        if r.stage == "sufficiency_check":
+            return INSUFFICIENT if "Name the capital" in user else SUFFICIENT
+        return PARSED
+
+    j = Fake("j", judge)
+    answerer = Fake(
+        "a", lambda r: "I cannot answer that." if "What is" in r.messages[-1].content else "Zanzibar-City-77"
+    )
+    opts = RunOptions(abstention_enabled=True, sufficiency_enabled=True)
+    report = run_verification(store, b.id, judges=[j.spec], answerers=[answerer.spec], sandbox=sandbox, options=opts)
+    assert (report.abstained, report.insufficient, report.passed, report.failed) == (1, 1, 1, 2)
+    assert report.failures == {"abstention": 1, "sufficiency": 1}
+    problems = [f for r in validate_store(store) if r.run for f in r.findings if f.severity == "Violation"]
+    assert problems == []
+    buf = io.StringIO()
+    store.export_results(report.run_id, buf)
+    rows = json.loads(buf.getvalue())["results"]
+    assert karenina(KARENINA_LOAD, json.dumps(rows)) == rows
+    by_id = {r["metadata"]["question_id"]: r for r in rows}
+    assert by_id["q-abstains"]["template"]["abstention_reasoning"] == json.loads(ABSTAINS)["reasoning"]
+    assert by_id["q-vague"]["template"]["sufficiency_detected"] is False
+
+    client = TestClient(create_app(store))
+    run_page = client.get(f"/runs/{report.run_id}", headers={"accept": "text/html"}).text
+    assert 'data-count="abstained">1<' in run_page and 'data-count="insufficient">1<' in run_page
+    links = sorted(set(re.findall(r'href="(/runs/[^"]+/results/[^"]+)"', run_page)))
+    pages = [client.get(link, headers={"accept": "text/html"}).text for link in links]
+    assert len(pages) == 3
+    abstained = next(p for p in pages if 'data-verdict="abstained"' in p)
+    assert str(escape(json.loads(ABSTAINS)["reasoning"])) in abstained
+    vague = next(p for p in pages if 'data-verdict="insufficient"' in p)
+    assert "nothing in the response maps to it" in vague and 'data-verdict="answered"' in vague
+    fine = next(p for p in pages if p not in (abstained, vague))
+    assert 'data-verdict="sufficient"' in fine and "failure:" not in fine
