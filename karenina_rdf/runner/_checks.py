@@ -23,9 +23,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from karenina_rdf.runner.providers import Message, json_object
-
-from ._config import with_instructions
+from karenina_rdf.runner.providers import Message, json_object, lax_bool, with_instructions
 
 ABSTENTION_SYSTEM = """You decide whether an assistant's response declines to answer the question it was asked.
 
@@ -128,18 +126,3 @@ def read_verdict(text: str | None, field: str, default: bool) -> Verdict:
     if value is None or not isinstance(reasoning, str):
         return Verdict(default, False, None)
     return Verdict(value, True, reasoning)
-
-
-_TRUE = frozenset({"true", "yes", "on", "y", "t", "1"})
-_FALSE = frozenset({"false", "no", "off", "n", "f", "0"})
-
-
-def lax_bool(value: Any) -> bool | None:
-    """A boolean as a Pydantic model (Karenina's reply models) accepts one, else None."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    return None

@@ -42,13 +42,6 @@ class PromptConfig(BaseModel):
         return None
 
 
-def with_instructions(system: str, instructions: str | None) -> str:
-    """Karenina's assembler: user instructions go after the system text, a blank line between."""
-    if not instructions:
-        return system
-    return f"{system}\n\n{instructions}" if system else instructions
-
-
 class QuestionFewShotConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -79,6 +72,11 @@ class FewShotConfig(BaseModel):
         if k < 1:  # Karenina's VerificationConfig rejects k-shot k < 1
             raise ValueError("pool_k must be at least 1")
         return k
+
+    @staticmethod
+    def generate_example_hash(question_text: str) -> str:
+        """Karenina's name for an example in ``custom`` selections: the MD5 of its question."""
+        return example_hash(question_text)
 
     @property
     def enabled(self) -> bool:

@@ -409,16 +409,17 @@ class Pipeline:
         tpl.update(outcome.value)
 
     def _rubric(self, task: Task, state: TaskState, result: dict[str, Any], response: str) -> None:
-        from karenina_rdf.runner.rubric import evaluate_rubric, merge_rubrics
-        from karenina_rdf.runner.rubric._dynamic import (
+        from karenina_rdf.runner.rubric import (
             ABSENT,
+            AGENTIC_SKIPPED,
             PRESENCE_SCHEMA,
             check_conflicts,
+            evaluate_rubric,
             merge_dynamic,
+            merge_rubrics,
             presence_messages,
             read_presence,
         )
-        from karenina_rdf.runner.rubric._evaluate import AGENTIC_SKIPPED
 
         state.last_stage = "rubric_evaluation"
         own = list(task.question.traits)

@@ -13,9 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from karenina_rdf.runner.providers import Message
-
-from ._config import with_instructions
+from karenina_rdf.runner.providers import Message, with_instructions
 
 DEFAULT_ANSWERING_SYSTEM_PROMPT = "You are an expert assistant. Answer the question accurately and concisely."
 

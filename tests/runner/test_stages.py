@@ -526,11 +526,9 @@ print(json.dumps(out))
 
 
 def _hashes(raw: dict[str, Any]) -> dict[str, Any]:
-    from karenina_rdf.runner._config import example_hash
-
     text = json.dumps(raw)
     for i, e in enumerate(POOL):
-        text = text.replace(f'"HASH{i}"', json.dumps(example_hash(e["question"])))
+        text = text.replace(f'"HASH{i}"', json.dumps(FewShotConfig.generate_example_hash(e["question"])))
     return json.loads(text)
 
 

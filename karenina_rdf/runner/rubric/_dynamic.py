@@ -19,10 +19,7 @@ from typing import Any
 
 from karenina_rdf._errors import InvalidValueError
 from karenina_rdf.checkpoint import RubricTrait
-from karenina_rdf.runner.providers import Message, json_object
-
-from .._checks import lax_bool
-from .._config import with_instructions
+from karenina_rdf.runner.providers import Message, json_object, lax_bool, with_instructions
 
 STAGE = "dynamic_rubric_presence_check"
 ABSENT = "concept not present in response"

@@ -19,9 +19,8 @@ from pydantic import BaseModel, Field
 
 from karenina_rdf._errors import InvalidValueError, ProviderError
 from karenina_rdf.checkpoint import RubricTrait
-from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, Provider, json_object
+from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, Provider, json_object, with_instructions
 
-from .._config import with_instructions
 from . import _prompts as prompts
 
 STAGE = "rubric_evaluation"
