@@ -66,6 +66,7 @@ RUNNER_EXPECTED = sorted(
     [
         "ChatRequest",
         "ChatResponse",
+        "DeepJudgmentConfig",
         "FewShotConfig",
         "FunctionProvider",
         "GeneratedTemplate",

@@ -5,7 +5,7 @@ results written to the store as they complete. See docs/verification.md."""
 from karenina_rdf.runner.providers import ChatRequest, ChatResponse, FunctionProvider, Message, Provider, Usage
 from karenina_rdf.runner.sandbox import Limits, Sandbox, SandboxOutcome
 
-from ._config import FewShotConfig, PromptConfig, QuestionFewShotConfig
+from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig, QuestionFewShotConfig
 from ._config import few_shot_for_mode as few_shot_for_mode
 from ._generate import GeneratedTemplate, generate_templates
 
@@ -19,6 +19,7 @@ from ._tasks import ModelSpec
 __all__ = [
     "ChatRequest",
     "ChatResponse",
+    "DeepJudgmentConfig",
     "FewShotConfig",
     "FunctionProvider",
     "GeneratedTemplate",

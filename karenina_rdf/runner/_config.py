@@ -141,6 +141,18 @@ def example_hash(question_text: str) -> str:
     return hashlib.md5(question_text.encode("utf-8")).hexdigest()
 
 
+class DeepJudgmentConfig(BaseModel):
+    """Karenina's template deep-judgment settings (``VerificationConfig.deep_judgment_*``), without
+    web search."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    mode: Literal["disabled", "reasoning_only", "full"] = "disabled"
+    max_excerpts_per_attribute: int = Field(default=3, ge=1)
+    fuzzy_match_threshold: float = Field(default=0.80, ge=0.0, le=1.0)
+    excerpt_retry_attempts: int = Field(default=2, ge=0)
+
+
 FEW_SHOT_MODES = ("none", "all", "k-shot", "custom")
 
 

@@ -35,7 +35,8 @@ from ._checks import (
     read_verdict,
     sufficiency_messages,
 )
-from ._config import FewShotConfig, PromptConfig
+from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
+from ._deep_judgment import AUTOFAIL_STAGE, DeepJudgmentError, Outcome, reasoning_text, run_steps
 from ._prompts import answering_messages, parsing_messages
 from ._record import RETRY_CATEGORIES, StageError, TaskState, finalize, fresh_result
 from ._tasks import ModelSpec, Task
@@ -116,6 +117,7 @@ class Pipeline:
         sufficiency: bool = False,
         prompt_config: PromptConfig | None = None,
         global_dynamic: tuple[Any, ...] = (),
+        deep_judgment: DeepJudgmentConfig | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.global_traits = list(global_traits)
@@ -131,6 +133,7 @@ class Pipeline:
         self.sufficiency = sufficiency
         self.prompts = prompt_config or PromptConfig()
         self.global_dynamic = list(global_dynamic)
+        self.deep_judgment = deep_judgment or DeepJudgmentConfig()
         self.answers = answers or Answers()
         self.cost = cost or (lambda model, usage: None)
         self._templates: dict[str, Any] = {}
@@ -317,7 +320,7 @@ class Pipeline:
             and not tpl["abstention_detected"]
             and tpl["sufficiency_detected"] is not False
         ):
-            self._parse_and_verify(task, state, tpl, response_text, schema or {}, regex_only)
+            self._parse_and_verify(task, state, result, response_text, schema or {}, regex_only)
         # RubricEvaluation (independent of the template's verdict, §3.3)
         if task.mode != "template_only" and state.error is None and response_text is not None:
             t0 = time.perf_counter()
@@ -367,23 +370,49 @@ class Pipeline:
         tpl[f"{check}_reasoning"] = verdict.reasoning
 
     def _parse_and_verify(
-        self, task: Task, state: TaskState, tpl: dict[str, Any], response: str, schema: dict[str, Any], regex_only: bool
+        self,
+        task: Task,
+        state: TaskState,
+        result: dict[str, Any],
+        response: str,
+        schema: dict[str, Any],
+        regex_only: bool,
     ) -> None:
         q = task.question
+        tpl = result["template"]
         parsed: dict[str, Any] | None = None
+        steps: Outcome | None = None
+        dj = self.deep_judgment
         if not regex_only:
             state.last_stage = "parse_template"
             t0 = time.perf_counter()
             try:
+                text_to_parse = response
+                if dj.mode != "disabled":
+                    steps = run_steps(
+                        lambda stage, messages: self._call(state, task.judge, stage, messages, label=q.question_id),
+                        mode=dj.mode,
+                        question=q.text,
+                        response=response,
+                        schema=schema,
+                        max_excerpts=dj.max_excerpts_per_attribute,
+                        threshold=dj.fuzzy_match_threshold,
+                        retry_attempts=dj.excerpt_retry_attempts,
+                        instructions=self.prompts.for_task("deep_judgment"),
+                    )
+                    text_to_parse = reasoning_text(q.text, steps.reasoning)
                 reply = self._call(
                     state,
                     task.judge,
                     "parsing",
-                    parsing_messages(q.text, response, schema, self.prompts.for_task("parsing")),
+                    parsing_messages(q.text, text_to_parse, schema, self.prompts.for_task("parsing")),
                     json_schema=schema,
                     label=q.question_id,
                 )
                 parsed = json_object(reply.text)
+            except DeepJudgmentError as exc:
+                state.error = StageError("parsing", "parse_template", f"Deep judgment parsing failed: {exc}")
+                return
             except ProviderError as exc:
                 state.error = _stage_error("parse_template", exc)
                 state.add_retries(exc.retries)
@@ -407,6 +436,25 @@ class Pipeline:
                 state.error = StageError("unexpected_error", "verify_template", f"sandbox ({outcome.kind}): {error}")
             return
         tpl.update(outcome.value)
+        if steps is not None:
+            steps.calls += 1  # the parse call
+            steps.stages.append("parameters")
+            result["deep_judgment"] = {
+                "deep_judgment_mode": dj.mode,
+                "deep_judgment_performed": True,
+                "extracted_excerpts": steps.excerpts,
+                "attribute_reasoning": steps.reasoning,
+                "deep_judgment_stages_completed": steps.stages,
+                "deep_judgment_model_calls": steps.calls,
+                "deep_judgment_excerpt_retry_count": steps.retries,
+                "attributes_without_excerpts": steps.without,
+                "deep_judgment_search_enabled": False,
+                "hallucination_risk_assessment": None,
+            }
+            # DeepJudgmentAutoFail (full mode): a verdict resting on an attribute without evidence fails.
+            if dj.mode == "full" and steps.without and not tpl["abstention_detected"]:
+                tpl["verify_result"] = False
+                state.autofail = state.autofail or AUTOFAIL_STAGE
 
     def _rubric(self, task: Task, state: TaskState, result: dict[str, Any], response: str) -> None:
         from karenina_rdf.runner.rubric import (

@@ -32,7 +32,7 @@ from karenina_rdf.checkpoint import RubricTrait
 from karenina_rdf.results import LiveRun, RunProvenance, row_key, run_configuration, stored_header
 from karenina_rdf.runner.providers import DEFAULT_BUDGETS
 
-from ._config import FewShotConfig, PromptConfig
+from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
 from ._pipeline import Answers, Pipeline, SandboxLike
 from ._record import RETRY_CATEGORIES
 from ._tasks import MODES, Mode, ModelSpec, Plan, Task, plan, read_questions
@@ -60,6 +60,7 @@ class RunOptions(BaseModel):
     prompt_config: PromptConfig | None = None  # Karenina's per-task instructions
     abstention_enabled: bool = False  # Karenina's VerificationConfig switches
     sufficiency_enabled: bool = False
+    deep_judgment: DeepJudgmentConfig = DeepJudgmentConfig()  # Karenina's deep_judgment_* (templates)
     run_id: str | None = None
     run_name: str | None = None
 
@@ -263,6 +264,7 @@ def run_verification(
         "prompt_config": opts.prompt_config.model_dump(exclude_none=True) if opts.prompt_config else None,
         "abstention_enabled": opts.abstention_enabled,
         "sufficiency_enabled": opts.sufficiency_enabled,
+        "deep_judgment": opts.deep_judgment.model_dump(),
         "run_name": opts.run_name,
         "retry_budgets": DEFAULT_BUDGETS,
         **(extra_config or {}),
@@ -312,6 +314,7 @@ def run_verification(
         sufficiency=opts.sufficiency_enabled,
         prompt_config=opts.prompt_config,
         global_dynamic=tuple(global_dynamic) if rubric_modes else (),
+        deep_judgment=opts.deep_judgment,
     )
     counts: Counter[str] = Counter()
     total_cost: list[float | None] = [0.0]
@@ -593,6 +596,7 @@ def verify(
     prompt_config: PromptConfig | dict[str, Any] | None = None,
     abstention: bool = False,
     sufficiency: bool = False,
+    deep_judgment: DeepJudgmentConfig | dict[str, Any] | None = None,
     run: str | None = None,
     run_name: str | None = None,
     resume: str | None = None,
@@ -628,6 +632,7 @@ def verify(
         prompt_config = prompt_config or stored.get("prompt_config")
         abstention = abstention or bool(stored.get("abstention_enabled"))
         sufficiency = sufficiency or bool(stored.get("sufficiency_enabled"))
+        deep_judgment = deep_judgment or stored.get("deep_judgment")
         strategy = "sequential" if stored.get("rubric_strategy") == "sequential" else strategy
         answers = answers or stored.get("answers_file")
         # The same server answers the rest of the run, and a replayed run stays replayed.
@@ -667,6 +672,7 @@ def verify(
             prompt_config=PromptConfig.model_validate(prompt_config) if prompt_config else None,
             abstention_enabled=abstention,
             sufficiency_enabled=sufficiency,
+            deep_judgment=DeepJudgmentConfig.model_validate(deep_judgment or {}),
             rubric_strategy=strategy,
             run_id=run,
             run_name=run_name,
