@@ -26,6 +26,7 @@ from markupsafe import escape
 from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf.runner import (
     ChatRequest,
+    DeepJudgmentConfig,
     FewShotConfig,
     FunctionProvider,
     Limits,
@@ -61,6 +62,8 @@ KINDS = {
     "parsing": "Answer__Relaxed",
     "dynamic_rubric_presence_check": "ConceptPresenceResult",
     "rubric_evaluation": "BatchRubricScores",
+    "deep_judgment_excerpts": "DJ_EXCERPTS",
+    "deep_judgment_reasoning": "DJ_REASONING",
 }
 ABSTAINS = json.dumps({"reasoning": 'Quote: "I cannot answer that." No answer given.', "abstention_detected": True})
 ANSWERS = json.dumps({"reasoning": "No disclaimer; it names a city.", "abstention_detected": False})
@@ -150,6 +153,28 @@ DYNAMIC_CASES: list[tuple[str, dict[str, bool], dict[str, str]]] = [
      {"abstention_check": ABSTAINS, "dynamic_rubric_presence_check": PRESENT, "rubric_evaluation": SCORES}),
 ]  # fmt: skip
 
+DJ_ANSWER = "Atlantis is governed from its capital, Zanzibar-City-77, on the eastern shore."
+GOOD_QUOTE = json.dumps({"capital": [{"text": "its capital, Zanzibar-City-77", "confidence": "high"}]})
+INVENTED = json.dumps({"capital": [{"text": "The capital was moved to Poseidonia in 1902", "confidence": "high"}]})
+NO_EVIDENCE = json.dumps({"capital": [{"text": "", "confidence": "none", "explanation": "not stated"}]})
+DJ_REASONING = json.dumps({"capital": "The quote names Zanzibar-City-77 as the capital."})
+# (id, deep_judgment_mode, judge replies by stage; a list is one reply per call)
+DJ_CASES: list[tuple[str, str, dict[str, Any]]] = [
+    ("dj: quoted", "full", {"deep_judgment_excerpts": GOOD_QUOTE, "deep_judgment_reasoning": DJ_REASONING,
+                            "parsing": PARSED}),
+    ("dj: invented, then quoted", "full", {"deep_judgment_excerpts": [INVENTED, GOOD_QUOTE],
+                                           "deep_judgment_reasoning": DJ_REASONING, "parsing": PARSED}),
+    ("dj: no evidence, auto-fail", "full", {"deep_judgment_excerpts": NO_EVIDENCE,
+                                            "deep_judgment_reasoning": DJ_REASONING, "parsing": PARSED}),
+    ("dj: invented every time", "full", {"deep_judgment_excerpts": INVENTED, "deep_judgment_reasoning": DJ_REASONING,
+                                         "parsing": PARSED}),
+    ("dj: fenced quote, wrong value", "full", {"deep_judgment_excerpts": f"```json\n{GOOD_QUOTE}\n```",
+                                               "deep_judgment_reasoning": DJ_REASONING, "parsing": PARSED_WRONG}),
+    ("dj: excerpts never JSON", "full", {"deep_judgment_excerpts": "capital: Zanzibar-City-77",
+                                         "deep_judgment_reasoning": DJ_REASONING, "parsing": PARSED}),
+    ("dj: reasoning only", "reasoning_only", {"deep_judgment_reasoning": DJ_REASONING, "parsing": PARSED}),
+]  # fmt: skip
+
 KARENINA_RUN = r"""
 import json, sys, threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -163,9 +188,16 @@ class Judge(BaseHTTPRequestHandler):
     def do_POST(self):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-        if name:  # retries without a schema are for the last named kind
-            state["kind"] = name
+        system = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "system")
+        if "excerpt extractor" in system:
+            state["kind"] = "DJ_EXCERPTS"
+        elif name:  # retries without a schema are for the last named kind
+            state["kind"] = "Answer__Relaxed" if name.startswith("Answer") else name
+        elif "DJ_REASONING" in state["replies"] and "reasoning" in system.lower():
+            state["kind"] = "DJ_REASONING"
         content = state["replies"].get(state["kind"], "{}")
+        if isinstance(content, list):  # one reply per call, the last one repeated
+            content = content.pop(0) if len(content) > 1 else content[0]
         out = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
                "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                             "finish_reason": "stop"}],
@@ -195,6 +227,8 @@ for case in cases:
     if case.get("checkpoint"):
         b = Benchmark.load(case["checkpoint"])
         kw = {"rubric": b.get_global_rubric(), "dynamic_rubric": b.get_global_dynamic_rubric()}
+    dj = case.get("deep_judgment") or {}
+    kw.update({f"deep_judgment_{k}": v for k, v in dj.items()})
     r = run_single_model_verification(
         "q", case["question"], case["template"], model("a"), model("j"),
         abstention_enabled=case["abstention"], sufficiency_enabled=case["sufficiency"],
@@ -229,8 +263,15 @@ class Fake:
         return [r.stage for r in self.requests]
 
 
-def judge_of(replies: dict[str, str]) -> Fake:
-    return Fake("j", lambda r: replies.get(r.stage, "{}"))
+def judge_of(replies: dict[str, Any]) -> Fake:
+    """A judge answering by stage; a list is one reply per call, its last one repeated."""
+    queues = {k: list(v) if isinstance(v, list) else [v] for k, v in replies.items()}
+
+    def reply(r: ChatRequest) -> str:
+        queue = queues.get(r.stage) or ["{}"]
+        return queue.pop(0) if len(queue) > 1 else queue[0]
+
+    return Fake("j", reply)
 
 
 def run_ours(
@@ -263,6 +304,7 @@ def _karenina_case(answer: str, switches: dict[str, bool], replies: dict[str, st
         "mode": kw.get("mode", "template_only"),
         "checkpoint": kw.get("checkpoint"),
         "replies": {KINDS[k]: v for k, v in replies.items()},
+        "deep_judgment": kw.get("deep_judgment"),
     }
 
 
@@ -284,8 +326,12 @@ def theirs() -> dict[str, dict[str, Any]]:
         )
         for _, sw, rep in DYNAMIC_CASES
     ]
+    cases += [
+        _karenina_case(DJ_ANSWER, {}, rep, deep_judgment={"mode": mode, "excerpt_retry_attempts": 2})
+        for _, mode, rep in DJ_CASES
+    ]
     out = karenina(KARENINA_RUN, json.dumps(cases), timeout=600)
-    ids = [c[0] for c in TEMPLATE_CASES] + [c[0] for c in DYNAMIC_CASES]
+    ids = [c[0] for c in TEMPLATE_CASES] + [c[0] for c in DYNAMIC_CASES] + [c[0] for c in DJ_CASES]
     return dict(zip(ids, out, strict=True))
 
 
@@ -622,3 +668,59 @@ def test_check_results_map_validate_export_and_load_in_karenina(sandbox: Sandbox
     assert "nothing in the response maps to it" in vague and 'data-verdict="answered"' in vague
     fine = next(p for p in pages if p not in (abstained, vague))
     assert 'data-verdict="sufficient"' in fine and "failure:" not in fine
+
+
+DJ_FIELDS = (
+    "deep_judgment_mode",
+    "deep_judgment_performed",
+    "extracted_excerpts",
+    "attribute_reasoning",
+    "deep_judgment_stages_completed",
+    "deep_judgment_model_calls",
+    "deep_judgment_excerpt_retry_count",
+    "attributes_without_excerpts",
+    "deep_judgment_search_enabled",
+    "hallucination_risk_assessment",
+)
+
+
+@pytest.mark.parametrize(("case", "mode", "replies"), DJ_CASES, ids=[c[0] for c in DJ_CASES])
+def test_deep_judgment_decides_as_karenina(
+    sandbox: Sandbox, theirs: dict[str, dict[str, Any]], case: str, mode: str, replies: dict[str, Any]
+) -> None:
+    """Template deep judgment (no web search) and its auto-fail guard, through a real run, with
+    the same judge replies as Karenina's pipeline: quotes, their similarity scores, retries,
+    reasoning, calls, attributes without evidence, the verdict and the failure."""
+    store = Store.memory()
+    opts = RunOptions(deep_judgment=DeepJudgmentConfig(mode=mode, excerpt_retry_attempts=2))  # type: ignore[arg-type]
+    ours, judge, _ = run_ours(sandbox, store, template_bench(store), DJ_ANSWER, replies, opts)
+    ref = theirs[case]
+    mine, karenina_failure = ours["metadata"]["failure"], ref["metadata"]["failure"]
+    if karenina_failure and karenina_failure["stage"] == "ParseTemplate":
+        # Karenina's classifier files parse failures under stage "parse_template", but the stage
+        # records its own error under its class name, so there they fall through to
+        # unexpected_error at "ParseTemplate". Here: parsing at parse_template (spec §8 rule 6).
+        assert karenina_failure["category"] == "unexpected_error"
+        assert (mine["category"], mine["stage"]) == ("parsing", "parse_template")
+        assert "Deep judgment parsing failed" in mine["reason"]
+        assert "Deep judgment parsing failed" in karenina_failure["reason"]
+    else:
+        assert (mine and (mine["category"], mine["stage"])) == (
+            karenina_failure and (karenina_failure["category"], karenina_failure["stage"])
+        )
+    if karenina_failure and karenina_failure["category"] == "deep_judgment":
+        assert mine["reason"] == karenina_failure["reason"] and mine["group"] == "autofail"
+    if karenina_failure and karenina_failure["category"] == "parsing":
+        assert (
+            "Deep judgment parsing failed" in mine["reason"]
+            and "Deep judgment parsing failed" in (karenina_failure["reason"])
+        )
+    for f in ("verify_result", "template_verification_performed", "parsed_llm_response"):
+        assert ours["template"][f] == ref["template"][f], f
+    assert (ours["deep_judgment"] is None) is (ref["deep_judgment"] is None)
+    if ref["deep_judgment"] is not None:
+        for f in DJ_FIELDS:
+            assert ours["deep_judgment"][f] == ref["deep_judgment"][f], (f, ours["deep_judgment"][f])
+    assert _usage_stages(ours) == _usage_stages(ref)
+    text = json.dumps([r.model_dump() for r in judge.requests])
+    assert REFERENCE not in text and '"correct"' not in text
