@@ -152,6 +152,14 @@ def verify(
         bool,
         typer.Option("--sufficiency/--no-sufficiency", help="Ask the judge whether each answer can fill the template."),
     ] = False,
+    deep_judgment: Annotated[
+        str | None,
+        typer.Option(
+            "--deep-judgment-mode",
+            help="Karenina's template deep judgment: disabled, reasoning_only or full (quotes, reasoning, "
+            "then the parse; an attribute without a quote fails the verdict). No web search.",
+        ),
+    ] = None,
     run: RunIdOpt = None,
     run_name: Annotated[str | None, typer.Option("--run-name", help="Karenina's run_name of every result.")] = None,
     resume: Annotated[
@@ -170,6 +178,8 @@ def verify(
 
     with _ctrl_c(), _errors(usage=(VerificationError,)):
         fs, pc = _prompting(few_shot_mode, few_shot_k, few_shot_config, prompt_config)
+        if deep_judgment is not None and deep_judgment not in ("disabled", "reasoning_only", "full"):
+            raise VerificationError(f"--deep-judgment-mode {deep_judgment!r}: one of disabled, reasoning_only, full")
         s = _open(store, base_iri)
         try:
             report = run_verify(
@@ -189,6 +199,7 @@ def verify(
                 prompt_config=pc,
                 abstention=abstention,
                 sufficiency=sufficiency,
+                deep_judgment={"mode": deep_judgment} if deep_judgment else None,
                 run=run,
                 run_name=run_name,
                 resume=resume,

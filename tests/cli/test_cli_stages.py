@@ -127,3 +127,20 @@ def test_unknown_few_shot_mode_is_refused(setup: tuple[str, str, FakeLLM]) -> No
     store, bench, fake = setup
     r = verify(store, bench, fake.base_url, "--few-shot-mode", "two-shot")
     assert r.exit_code == 2 and "--few-shot-mode" in r.stderr and "Traceback" not in r.output
+
+
+def test_deep_judgment_from_the_command_line(setup: tuple[str, str, FakeLLM]) -> None:
+    store, bench, fake = setup
+    r = verify(store, bench, fake.base_url, "--deep-judgment-mode", "full", "--questions", "q-fine")
+    assert r.exit_code == 0, r.output
+    (row,) = rows(store, r.stdout).values()
+    dj = row["deep_judgment"]
+    assert dj["deep_judgment_mode"] == "full" and dj["deep_judgment_stages_completed"] == [
+        "excerpts",
+        "reasoning",
+        "parameters",
+    ]
+    assert dj["extracted_excerpts"]["city"][0]["text"] == "Paris" and dj["attributes_without_excerpts"] == []
+    assert [kind(b) for b in fake.requests()] == ["answer", "excerpts", "reasoning", "parse"]
+    bad = verify(store, bench, fake.base_url, "--deep-judgment-mode", "deep")
+    assert bad.exit_code == 2 and "--deep-judgment-mode" in bad.stderr and "Traceback" not in bad.output

@@ -17,6 +17,9 @@ What it answers, by the request's system message:
   insufficient when the response says "no idea", else sufficient;
 * the dynamic rubric's presence check (starts "You check which evaluation concepts"): every
   concept present;
+* deep judgment's excerpt step (starts "You find verbatim evidence"): per attribute, the
+  response's first sentence as a high-confidence quote; its reasoning steps (start "You explain,
+  attribute by attribute"): one line of reasoning per attribute;
 * anything else is an answering request: ``answers[question text]``, default "I do not know".
 
 Every reply carries ``usage`` of :data:`PROMPT_TOKENS` and :data:`COMPLETION_TOKENS`. Knobs,
@@ -54,6 +57,10 @@ def kind(body: dict[str, Any]) -> str:
         return "sufficiency"
     if system.startswith("You check which evaluation concepts"):
         return "presence"
+    if system.startswith("You find verbatim evidence"):
+        return "excerpts"
+    if system.startswith("You explain, attribute by attribute"):
+        return "reasoning"
     return "answer"
 
 
@@ -149,6 +156,11 @@ class FakeLLM:
             if what == "abstention":
                 return json.dumps({"reasoning": "checked", "abstention_detected": "I cannot answer" in response})
             return json.dumps({"reasoning": "checked", "sufficient": "no idea" not in response.lower()})
+        if what in ("excerpts", "reasoning"):
+            attrs = re.findall(r"^- (\w+): ", system, re.M)
+            response = user.split("<response>\n", 1)[-1].split("\n</response>", 1)[0]
+            quote = [{"text": response.split(".")[0], "confidence": "high"}]
+            return json.dumps({a: quote if what == "excerpts" else f"{a} is given in the response" for a in attrs})
         if what == "presence":
             names = re.findall(r'^- ("(?:[^"\\]|\\.)*"):', user, re.M)
             return json.dumps({"results": [{"trait_name": json.loads(n), "present": True} for n in names]})

@@ -724,3 +724,40 @@ def test_deep_judgment_decides_as_karenina(
     assert _usage_stages(ours) == _usage_stages(ref)
     text = json.dumps([r.model_dump() for r in judge.requests])
     assert REFERENCE not in text and '"correct"' not in text
+
+
+def test_deep_judgment_results_map_validate_load_in_karenina_and_show(sandbox: Sandbox) -> None:
+    """A deep-judgment run (one question quoted, one auto-failed): the shapes hold, Karenina loads
+    the export as the same VerificationResults, the result page shows quotes and reasoning."""
+    from fastapi.testclient import TestClient
+
+    from karenina_rdf import create_app, validate_store
+
+    store = Store.memory()
+    b = Benchmark.create("deep judgment", store=store)
+    b.add_question(QUESTION, REFERENCE, CAPITAL, question_id="q-quoted", finished=True)
+    b.add_question("Name the capital of Atlantis.", REFERENCE, CAPITAL, question_id="q-bare", finished=True)
+
+    def judge(r: ChatRequest) -> str:
+        if r.stage == "deep_judgment_excerpts":
+            return GOOD_QUOTE if "What is the capital" in r.messages[-1].content else NO_EVIDENCE
+        return {"deep_judgment_reasoning": DJ_REASONING, "parsing": PARSED}.get(r.stage, "{}")
+
+    j, a = Fake("j", judge), Fake("a", lambda r: DJ_ANSWER)
+    opts = RunOptions(deep_judgment=DeepJudgmentConfig(mode="full"))
+    report = run_verification(store, b.id, judges=[j.spec], answerers=[a.spec], sandbox=sandbox, options=opts)
+    assert (report.passed, report.failures) == (1, {"deep_judgment": 1})
+    problems = [f for r in validate_store(store) if r.run for f in r.findings if f.severity == "Violation"]
+    assert problems == []
+    buf = io.StringIO()
+    store.export_results(report.run_id, buf)
+    rows = json.loads(buf.getvalue())["results"]
+    assert karenina(KARENINA_LOAD, json.dumps(rows)) == rows
+    client = TestClient(create_app(store))
+    run_page = client.get(f"/runs/{report.run_id}", headers={"accept": "text/html"}).text
+    links = sorted(set(re.findall(r'href="(/runs/[^"]+/results/[^"]+)"', run_page)))
+    pages = [client.get(link, headers={"accept": "text/html"}).text for link in links]
+    quoted = next(p for p in pages if "its capital, Zanzibar-City-77" in p)
+    assert 'id="deep-judgment"' in quoted and str(escape(json.loads(DJ_REASONING)["capital"])) in quoted
+    bare = next(p for p in pages if p is not quoted)
+    assert "no evidence" in bare and "none: not stated" in bare and "failure: deep_judgment" in bare

@@ -791,6 +791,7 @@ class ResultView:
     facts: dict[str, Any]  # every other value recorded on the result
     parts: list[tuple[str, dict[str, Any]]]  # (IRI, values) of its other parts (deep judgment)
     checks: list[dict[str, Any]]  # the checks performed: name, performed, detected, override, reasoning
+    deep_judgment: dict[str, Any] | None  # the template deep judgment's values (excerpts, reasoning, ...)
 
 
 def _values(preds: dict[str, list[Any]]) -> dict[str, Any]:
@@ -845,6 +846,7 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
         for predicate in (KAR.deepJudgment, KAR.deepJudgmentRubric)
         for p in linked(predicate)
     ]
+    judged = [_values(index.get(p, {})) for p in linked(KAR.deepJudgment)]
     facts = _values(node)
     row = rows[0]
     return ResultView(
@@ -865,6 +867,7 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
         },
         facts={k: v for k, v in sorted(facts.items()) if k not in _SHOWN | _CHECK_FIELDS},
         parts=parts,
+        deep_judgment=judged[0] if judged else None,
         checks=[
             {
                 "check": check,
