@@ -13,7 +13,7 @@ The two checks run only when switched on (Karenina's ``abstention_enabled``,
 verification, never the rubric. A check that fails (call or reply) is recorded as not performed
 and does not fail the task, as in Karenina.
 
-Not run (docs/verification.md lists them): the embedding check, deep judgment, agentic parsing
+Not run (docs/verification.md lists them): the embedding check, deep judgment for rubric traits, agentic parsing
 and agentic traits, MCP tools.
 """
 

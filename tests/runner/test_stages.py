@@ -510,16 +510,25 @@ def test_prompt_config_reaches_each_kind_of_call(sandbox: Sandbox) -> None:
         abstention_detection="ABST-NOTE",
         sufficiency_detection="SUFF-NOTE",
         rubric_evaluation="RUBRIC-NOTE",
+        deep_judgment="DJ-NOTE",
     )
     replies = {
         "abstention_check": ANSWERS,
         "sufficiency_check": SUFFICIENT,
         "parsing": PARSED,
         "rubric_evaluation": json.dumps({"scores": {"clear": True}}),
+        "deep_judgment_excerpts": json.dumps({"capital": [{"text": "Zanzibar-City-77", "confidence": "high"}]}),
+        "deep_judgment_reasoning": DJ_REASONING,
     }
     answerer = Fake("a", lambda r: "It is Zanzibar-City-77.")
     judge = judge_of(replies)
-    opts = RunOptions(mode="template_and_rubric", abstention_enabled=True, sufficiency_enabled=True, prompt_config=pc)
+    opts = RunOptions(
+        mode="template_and_rubric",
+        abstention_enabled=True,
+        sufficiency_enabled=True,
+        prompt_config=pc,
+        deep_judgment=DeepJudgmentConfig(mode="full"),
+    )
     run_verification(store, bench, judges=[judge.spec], answerers=[answerer.spec], sandbox=sandbox, options=opts)
     systems = {r.stage: r.messages[0].content for r in [*judge.requests, *answerer.requests]}
     expected = {
@@ -528,10 +537,12 @@ def test_prompt_config_reaches_each_kind_of_call(sandbox: Sandbox) -> None:
         "abstention_check": "ABST-NOTE",
         "sufficiency_check": "SUFF-NOTE",
         "rubric_evaluation": "RUBRIC-NOTE",
+        "deep_judgment_excerpts": "DJ-NOTE",
+        "deep_judgment_reasoning": "DJ-NOTE",
     }
     for stage, note in expected.items():
         assert systems[stage].endswith("\n\n" + note), stage
-        others = set(expected.values()) - {note}
+        others = set(expected.values()) - {note}  # each call gets its own task's instructions only
         assert not any(o in systems[stage] for o in others), stage
     assert PromptConfig(rubric_evaluation="R").for_task("rubric_dynamic_presence_check") == "R"
     assert PromptConfig(deep_judgment="D").for_task("dj_template_reasoning") == "D"
