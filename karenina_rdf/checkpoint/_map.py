@@ -22,7 +22,6 @@ from karenina_rdf.rdf import (
     SCHEMA,
     TRAIT_TYPES,
     benchmark_iri,
-    child_iri,
     derived_benchmark_id,
     generate_question_id,
     item_iri,
@@ -35,6 +34,7 @@ from karenina_rdf.rdf import terms as t
 
 from ._json import too_long_integer
 from ._properties import map_properties
+from ._scenarios import map_scenario
 from ._template_defaults import is_default_template
 from ._traits import check, normalise_type, settings, trait_class, trait_kind
 
@@ -541,24 +541,7 @@ class _Mapper:
         self.empty_lists(T, r, ("additionalProperty",))
 
     def scenario(self, b: str, i: int, node: Any, taken: set[str]) -> None:
-        ptr = f"/hasPart/{i}"
-        s = self.obj(node, ptr, "a scenario", "karenina:Scenario")
-        if s is None:
-            return
-        name = self.text(s, "name", ptr, required=True)
-        self.text(s, "entryNode", ptr, required=True)
-        if not isinstance(s.get("nodes"), dict):
-            self.fail(ptr, "a scenario needs 'nodes', an object keyed by node id")
-        self.array(s, "edges", ptr, required=True)
-        S = t.iri(child_iri(b, "scenarios", name or "", taken))
-        self.at(S[1:-1], ptr)
-        self.add(t.iri(b), _s("hasPart"), S)
-        self.add(S, _TYPE, KAR.Scenario.nt)
-        self.add(S, KAR.position.nt, t.integer(i))
-        if name is not None:
-            self.add(S, _s("name"), t.string(name))
-        # Scenario graphs are plain JSON with no schema.org meaning (spec §13): kept whole.
-        self.add(S, KAR.scenarioJson.nt, t.json_literal(s))
+        map_scenario(self, b, i, node, taken)
 
 
 def identity(root: Any, base_iri: str, keep_id: str | None = None) -> tuple[str, str, bool]:

@@ -367,7 +367,7 @@ def test_an_id_used_twice_reads_and_goes_as_in_karenina(variants: dict[str, Any]
     with Store.memory() as store:
         bench = Benchmark(store, store.import_checkpoint(path).benchmark_id)
         assert bench.get_question_ids() == expected["ids"]
-        assert bench.get_question(Q2).raw_answer == expected["answer"]
+        assert bench.get_question(Q2)["raw_answer"] == expected["answer"]
         assert bench.remove_question(Q2) is expected["removed"]
         assert bench.get_question_ids() == expected["left"]
         ours = json.loads(json.dumps(store.export_checkpoint(bench.iri)))
@@ -375,3 +375,79 @@ def test_an_id_used_twice_reads_and_goes_as_in_karenina(variants: dict[str, Any]
     for doc in (ours, saved):
         doc.pop("dateModified", None)
     assert ours == saved
+
+
+# What BUILD leaves out, built by Karenina too: a question given as Karenina's Question object
+# (keywords, few-shot examples, notes, sources, custom metadata), question traits of every kind,
+# agentic traits, global and question dynamic rubrics, a question without a template, and
+# question ids of each form Karenina accepts.
+BUILD_RICH = r'''
+import json, sys
+from karenina import Benchmark
+from karenina.schemas.entities import (
+    AgenticRubricTrait, CallableRubricTrait, DynamicRubric, LLMRubricTrait, MetricRubricTrait, Question,
+    RegexRubricTrait, Rubric,
+)
+
+b = Benchmark.create(name="rich ✓", description="every feature", version="2.0.0", creator="Ünïcode Lab")
+q1 = b.add_question(Question(
+    question="Which enzyme does aspirin inhibit? (COX-1/2)", raw_answer="Cyclooxygenase",
+    keywords=["pharmacology", "NSAID", "酵素"],
+    few_shot_examples=[{"question": "What does ibuprofen inhibit?", "answer": "COX"}],
+))
+q2 = b.add_question(
+    "Name the longest river.", "The Nile", question_id="river-1", answer_notes="Amazon is also argued",
+    sources=[{"title": "Atlas", "url": "https://example.org/atlas"}],
+    custom_metadata={"difficulty": 3, "tags": ["geo"]},
+    author={"name": "Ana Ñúñez", "email": "ana@example.org"}, finished=True,
+)
+q3 = b.add_question("0f8c5b5e4a0f4d2b9c3d1e2f3a4b5c6d as an id?", "yes", question_id="0f8c5b5e4a0f4d2b9c3d1e2f3a4b5c6d")
+b.add_answer_template(q1, """class EnzymeAnswer(BaseAnswer):
+    enzyme: str = Field(description="the enzyme")
+
+    def verify(self) -> bool:
+        return "cyclooxygenase" in self.enzyme.lower()
+""")
+
+
+def under_100(text: str) -> bool:
+    return len(text) < 100
+
+
+b.set_question_rubric(q1, Rubric(
+    llm_traits=[LLMRubricTrait(name="cites", description="Cites a mechanism?", kind="boolean")],
+    callable_traits=[CallableRubricTrait.from_callable(
+        name="brief", func=under_100, kind="boolean", description="under 100 chars"
+    )],
+    metric_traits=[MetricRubricTrait(
+        name="coverage", description="coverage", evaluation_mode="full_matrix",
+        metrics=["precision", "recall", "f1", "specificity", "accuracy"],
+        tp_instructions=["COX-1", "COX-2"], tn_instructions=["lipoxygenase"],
+    )],
+    agentic_traits=[AgenticRubricTrait(name="checked", description="Did it check a source?", kind="boolean")],
+))
+b.set_global_rubric(Rubric(
+    llm_traits=[LLMRubricTrait(name="polite", description="Is it polite?", kind="score", min_score=0, max_score=3)],
+))
+b.set_global_dynamic_rubric(DynamicRubric(
+    llm_traits=[LLMRubricTrait(name="safety", description="Discusses risks", summary="safety", kind="boolean")],
+    regex_traits=[RegexRubricTrait(name="dose", pattern=r"\d+ ?mg", description="mentions a dose")],
+))
+b.save(sys.argv[1])
+print(json.dumps({"ids": [q1, q2, q3]}))
+'''
+
+
+def test_every_feature_karenina_writes_imports_quietly_and_exports_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "rich.jsonld"
+    ids = karenina(BUILD_RICH, str(path))["ids"]
+    resaved = tmp_path / "resaved.jsonld"
+    karenina(RESAVE, str(path), str(resaved))
+    with Store.memory() as store:
+        result = store.import_checkpoint(path)
+        assert result.warnings == ()
+        assert Benchmark(store, result.benchmark_id).get_question_ids() == ids
+        ours = tmp_path / "ours.jsonld"
+        store.save(result.benchmark_id, ours)
+    assert ours.read_bytes() == path.read_bytes()
+    assert _without_save_time(ours.read_bytes()) == _without_save_time(resaved.read_bytes())
