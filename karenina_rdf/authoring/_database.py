@@ -196,8 +196,8 @@ class DatabaseMembers(BenchmarkCore):
         bench: Any = self  # the Benchmark this mixin is part of
         path = sqlite_path(storage)
         header = self._header()
-        global_traits = bench.get_global_rubric()
-        serialized = serialize_rubric(global_traits)
+        rubric = bench.get_global_rubric()
+        serialized = serialize_rubric(rubric.all_traits() if rubric is not None else None)
         metadata = {"global_rubric": serialized} if serialized else {}
         creator = header.get("creator")
         if isinstance(creator, dict):
@@ -293,10 +293,14 @@ class DatabaseMembers(BenchmarkCore):
                 custom_metadata=_json(custom),
                 few_shot_examples=_json(shots),
             )
-            for trait in rubric_traits(_json(q_rubric), f"Question {qid}"):
-                bench.add_question_rubric_trait(qid, trait)
+            # Set whole, as Karenina's loader does: a trait re-read from the graph would come
+            # back with its class's defaults (an LLM trait's score bounds), which it then writes.
+            traits = rubric_traits(_json(q_rubric), f"Question {qid}")
+            if traits:
+                bench.set_question_rubric(qid, traits)
         meta = _json(meta)
         if isinstance(meta, dict) and meta.get("global_rubric"):
-            for trait in rubric_traits(meta["global_rubric"], "global rubric"):
-                bench.add_global_rubric_trait(trait)
+            traits = rubric_traits(meta["global_rubric"], "global rubric")
+            if traits:
+                bench.set_global_rubric(traits)
         return bench
