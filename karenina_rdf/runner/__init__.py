@@ -5,6 +5,8 @@ results written to the store as they complete. See docs/verification.md."""
 from karenina_rdf.runner.providers import ChatRequest, ChatResponse, FunctionProvider, Message, Provider, Usage
 from karenina_rdf.runner.sandbox import Limits, Sandbox, SandboxOutcome
 
+from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig, QuestionFewShotConfig
+from ._config import few_shot_for_mode as few_shot_for_mode
 from ._generate import GeneratedTemplate, generate_templates
 
 # The public karenina_rdf.Benchmark (exported there): the authoring handle and the members that
@@ -23,12 +25,16 @@ from ._tasks import ModelSpec
 __all__ = [
     "ChatRequest",
     "ChatResponse",
+    "DeepJudgmentConfig",
+    "FewShotConfig",
     "FunctionProvider",
     "GeneratedTemplate",
     "Limits",
     "Message",
     "ModelSpec",
+    "PromptConfig",
     "Provider",
+    "QuestionFewShotConfig",
     "RunOptions",
     "RunReport",
     "Sandbox",
