@@ -30,6 +30,7 @@ from karenina_rdf.checkpoint import benchmark_json, item_json, write_json
 from karenina_rdf.rdf import (
     CATALOG_GRAPH,
     DEFAULT_BASE_IRI,
+    KAR,
     MODELS_GRAPH,
     PREFIXES,
     SCHEMA,
@@ -41,11 +42,20 @@ from karenina_rdf.rdf import (
     solutions,
     term_value,
 )
-from karenina_rdf.sparql import bind_values, find_query, looks_like_reference, python_term
+from karenina_rdf.sparql import (
+    Hits,
+    SearchSyntaxError,
+    bind_values,
+    find_query,
+    looks_like_reference,
+    python_term,
+    sparql_functions,
+)
 
 from ._catalog import IMPORTED_AT, SOURCE, Catalog
 from ._loading import Sink, open_sink
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
+from ._text import TextSync
 
 STORE_ENV = "KARENINA_RDF_STORE"
 BASE_IRI_ENV = "KARENINA_RDF_BASE_IRI"
@@ -146,6 +156,7 @@ class GraphStore:
             raise StoreError(f"cannot open store at {self.path}: {exc}{hint}") from None
         self.catalog = Catalog(self._ox)
         self.base_iri = self._settle_base_iri(requested)
+        self.fulltext = TextSync(self)
         if remote is None:
             # One process holds an on-disk store: what is marked pending was left by a crash. On a
             # server another client may be importing right now: remove_orphans() is explicit there.
@@ -197,6 +208,7 @@ class GraphStore:
     def close(self) -> None:
         if not hasattr(self, "_ox"):
             return  # closed already
+        self.fulltext.close()
         if self.path is not None:
             self._ox.flush()
         if self.remote is not None:
@@ -480,9 +492,41 @@ class GraphStore:
         else:
             sparql = bind_values(query, {k: python_term(v) for k, v in bindings.items()})
         try:
-            return self._ox.query(sparql, prefixes=dict(PREFIXES), **self.dataset(benchmarks))
+            functions = self.text_functions(sparql)
+            dataset = self.dataset(benchmarks)
+            return self._ox.query(sparql, prefixes=dict(PREFIXES), custom_functions=functions, **dataset)
         except SyntaxError as exc:  # pyoxigraph's parse error, as one of ours
             raise InvalidValueError(f"SPARQL syntax error: {exc}") from None
+
+    def text_functions(self, sparql: str) -> dict[ox.NamedNode, Any] | None:
+        """``karenina:textScore`` and ``karenina:textMatch`` for a query that calls them, with
+        the index brought in step first (docs/queries.md § Full-text search)."""
+        if "textScore" not in sparql and "textMatch" not in sparql:
+            return None
+        self.fulltext.sync()
+        return sparql_functions(self.fulltext.index, KAR.textScore, KAR.textMatch)
+
+    def search_text(
+        self,
+        query: str,
+        *,
+        benchmarks: Iterable[str] | None = None,
+        fields: Iterable[str] | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+    ) -> Hits:
+        """Full-text search over question text, reference answer, keywords and template code:
+        ``Hits`` (total count, and ``limit`` hits from ``offset``, best first by bm25). Words
+        are ANDed, ``word*`` is a prefix, ``"a phrase"`` a phrase, ``OR`` takes either side;
+        case and accents are ignored. ``benchmarks``: ids, IRIs or names to search in;
+        ``fields``: some of ``question``, ``answer``, ``keywords``, ``template``."""
+        iris = None if benchmarks is None else [self.resolve(b) for b in benchmarks]
+        try:
+            return self.fulltext.search(
+                query, benchmarks=iris, fields=None if fields is None else list(fields), limit=limit, offset=offset
+            )
+        except SearchSyntaxError as exc:
+            raise InvalidValueError(str(exc)) from None
 
     def dataset(self, benchmarks: Iterable[str] | None = None) -> dict[str, Any]:
         """The dataset a query sees, as keyword arguments of ``pyoxigraph.Store.query``.
@@ -525,6 +569,9 @@ class GraphStore:
         """Run a SPARQL update on the store (relative IRIs resolved against ``base_iri``). The
         stored benchmarks may no longer match the files they came from, so every content hash is
         forgotten: the next import of a file replaces."""
+        # First (a crash after it only costs a rebuild): the update may change any text, so
+        # every benchmark is indexed again at the next search.
+        self.fulltext.invalidate_all()
         try:
             self._ox.update(sparql_update, base_iri=base_iri)
         except SyntaxError as exc:

@@ -1,0 +1,313 @@
+"""The full-text index of a store: question text, reference answer, keywords and template code
+of every stored question, in SQLite FTS5 (``unicode61 remove_diacritics 2``: case- and
+accent-insensitive words), ranked by bm25.
+
+The graph stays the one source of truth; this is a derived copy the store keeps in step
+(``store._text``): for each benchmark the index records the generation graph and the edit stamp
+it was built from, and the catalog holds the same pair; when they differ the benchmark is indexed
+again. It lives beside the store (``<store>/text-index.sqlite``), in memory for a memory store.
+
+Loaded alone in a query worker too (pyoxigraph and the standard library only, like ``_worker``):
+a worker opens the index read-only and offers :func:`sparql_functions` to its queries.
+
+Query syntax (``parse``): words are ANDed; ``word*`` is a prefix; ``"two words"`` a phrase;
+``OR`` between two parts takes either. Whatever else the user typed is taken as words: the
+FTS5 expression is built from quoted tokens, so no input is an FTS5 syntax error.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+
+INDEX_FILE = "text-index.sqlite"
+FIELDS = ("question", "answer", "keywords", "template")
+_SCHEMA_VERSION = "1"
+_DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
+# A token of the query as the user wrote it: a quoted phrase (closing quote optional) or a run of
+# anything but spaces and quotes.
+_PART = re.compile(r'"([^"]*)"?|([^\s"]+)')
+# Letters, digits and marks: the characters unicode61 keeps in a token (its separators are the
+# rest); a query word is split where the indexed text was.
+_WORD = re.compile(r"[^\W_]+|\d+")
+
+
+@dataclass(frozen=True)
+class Row:
+    """One question as indexed."""
+
+    bench: str
+    question_id: str
+    iri: str  # the question node's IRI
+    position: int
+    question: str
+    answer: str
+    keywords: str  # the keywords, one per line
+    template: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    bench: str
+    question_id: str
+    iri: str
+    score: float  # bm25, higher is better (SQLite's bm25 is negated)
+
+
+@dataclass(frozen=True)
+class Hits:
+    total: int
+    hits: list[Hit]
+
+
+class SearchSyntaxError(ValueError):
+    """A query with nothing to search for (no word in it)."""
+
+
+def parse(query: str) -> str:
+    """The FTS5 expression of a user's query (see the module docstring); every token quoted."""
+    out: list[str] = []
+    for m in _PART.finditer(query):
+        phrase, word = m.group(1), m.group(2)
+        if word == "OR":
+            if out and out[-1] != "OR":
+                out.append("OR")
+            continue
+        prefix = word is not None and word.endswith("*")
+        words = _WORD.findall(phrase if phrase is not None else word)
+        if not words:
+            continue
+        if phrase is not None:
+            out.append('"' + " ".join(words) + '"')
+        else:
+            # "tumour-suppressor" is two tokens in the index: a phrase of them here.
+            out.append('"' + " ".join(words) + '"' + ("*" if prefix else ""))
+    while out and out[-1] == "OR":
+        out.pop()
+    if not out:
+        raise SearchSyntaxError(f"nothing to search for in {query!r}: give at least one word")
+    return " ".join(out)
+
+
+class TextIndex:
+    """One store's index. ``path`` None: in memory. ``read_only``: a reader (a query worker)."""
+
+    def __init__(self, path: str | Path | None, *, read_only: bool = False) -> None:
+        self.path = None if path is None else Path(path)
+        self.read_only = read_only
+        if self.path is None:
+            self.db = sqlite3.connect(":memory:", check_same_thread=False)
+        elif read_only:
+            self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            self.db = sqlite3.connect(str(self.path), check_same_thread=False)
+        self.db.execute("PRAGMA busy_timeout = 10000")
+        if not read_only:
+            self._create()
+
+    def _create(self) -> None:
+        db = self.db
+        if self.path is not None:
+            # Readers (query workers) never wait for the writer, nor it for them.
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version and str(version) != _SCHEMA_VERSION:
+            for table in ("docs", "fts", "state"):
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+        with db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, bench TEXT NOT NULL,"
+                " qid TEXT NOT NULL, iri TEXT NOT NULL UNIQUE, pos INTEGER NOT NULL)"
+            )
+            db.execute("CREATE INDEX IF NOT EXISTS docs_bench ON docs (bench, qid)")
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
+                + ", ".join(FIELDS)
+                + ", tokenize = 'unicode61 remove_diacritics 2')"
+            )
+            # What each benchmark was indexed from: its generation graph and edit stamp.
+            db.execute("CREATE TABLE IF NOT EXISTS state (bench TEXT PRIMARY KEY, stamp TEXT NOT NULL)")
+            db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- keeping in step ---------------------------------------------------------------------
+    def stamps(self) -> dict[str, str]:
+        """Benchmark IRI → the stamp it was indexed at."""
+        return dict(self.db.execute("SELECT bench, stamp FROM state").fetchall())
+
+    def replace_benchmark(self, bench: str, rows: Iterable[Row], stamp: str) -> int:
+        """Index ``bench`` again from ``rows`` (everything it had goes), in one transaction."""
+        with self.db:
+            self._drop(bench)
+            n = self._insert(rows)
+            self.db.execute("INSERT OR REPLACE INTO state VALUES (?, ?)", (bench, stamp))
+        return n
+
+    def update_questions(self, bench: str, rows: Iterable[Row], removed: Iterable[str], stamp: str) -> None:
+        """Replace the questions ``rows`` and drop the ``removed`` question ids of ``bench``."""
+        rows = list(rows)
+        with self.db:
+            for qid in [*removed, *(r.question_id for r in rows)]:
+                self._drop_question(bench, qid)
+            self._insert(rows)
+            self.db.execute("INSERT OR REPLACE INTO state VALUES (?, ?)", (bench, stamp))
+
+    def drop_benchmark(self, bench: str) -> None:
+        with self.db:
+            self._drop(bench)
+            self.db.execute("DELETE FROM state WHERE bench = ?", (bench,))
+
+    def question_ids(self, bench: str) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT qid FROM docs WHERE bench = ?", (bench,))}
+
+    def _drop(self, bench: str) -> None:
+        self.db.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE bench = ?)", (bench,))
+        self.db.execute("DELETE FROM docs WHERE bench = ?", (bench,))
+
+    def _drop_question(self, bench: str, qid: str) -> None:
+        ids = [r[0] for r in self.db.execute("SELECT id FROM docs WHERE bench = ? AND qid = ?", (bench, qid))]
+        for i in ids:
+            self.db.execute("DELETE FROM fts WHERE rowid = ?", (i,))
+            self.db.execute("DELETE FROM docs WHERE id = ?", (i,))
+
+    def _insert(self, rows: Iterable[Row]) -> int:
+        n = 0
+        cur = self.db.cursor()
+        for r in rows:
+            cur.execute(
+                "INSERT OR REPLACE INTO docs (bench, qid, iri, pos) VALUES (?, ?, ?, ?)",
+                (r.bench, r.question_id, r.iri, r.position),
+            )
+            cur.execute(
+                "INSERT INTO fts (rowid, question, answer, keywords, template) VALUES (?, ?, ?, ?, ?)",
+                (cur.lastrowid, r.question, r.answer, r.keywords, r.template),
+            )
+            n += 1
+        return n
+
+    # -- searching -----------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        benchmarks: Sequence[str] | None = None,
+        fields: Sequence[str] | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+    ) -> Hits:
+        """The questions matching ``query`` (user syntax, see :func:`parse`), best first (bm25),
+        with the total count; ``fields`` limits the match to some of :data:`FIELDS`."""
+        expression = parse(query)
+        if fields:
+            unknown = [f for f in fields if f not in FIELDS]
+            if unknown:
+                raise SearchSyntaxError(f"unknown field {unknown[0]!r}: the fields are {', '.join(FIELDS)}")
+            expression = "{" + " ".join(fields) + "} : (" + expression + ")"
+        where, args = "fts MATCH ?", [expression]
+        if benchmarks is not None:
+            if not benchmarks:
+                return Hits(0, [])
+            where += f" AND docs.bench IN ({', '.join('?' * len(benchmarks))})"
+            args.extend(benchmarks)
+        join = "FROM fts JOIN docs ON docs.id = fts.rowid"
+        try:
+            if benchmarks is None:
+                total = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", args[:1]).fetchone()[0]
+            else:
+                total = self.db.execute(f"SELECT count(*) {join} WHERE {where}", args).fetchone()[0]
+            page = self.db.execute(
+                f"SELECT docs.bench, docs.qid, docs.iri, bm25(fts) {join} WHERE {where}"
+                " ORDER BY bm25(fts), docs.id LIMIT ? OFFSET ?",
+                [*args, -1 if limit is None else limit, offset],
+            ).fetchall()
+        except sqlite3.OperationalError as exc:  # parse() quotes every token: not expected
+            raise SearchSyntaxError(f"cannot search for {query!r}: {exc}") from None
+        return Hits(total, [Hit(b, q, i, -s) for b, q, i, s in page])
+
+    def scores(self, query: str) -> dict[str, float]:
+        """Question IRI → score of every question matching ``query``."""
+        rows = self.db.execute(
+            "SELECT docs.iri, bm25(fts) FROM fts JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?", [parse(query)]
+        )
+        return {iri: -score for iri, score in rows}
+
+    def texts(self, bench: str, columns: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
+        """(question id, the ``columns`` texts) of every question of ``bench``, in benchmark order."""
+        cols = ", ".join(f"fts.{c}" for c in columns)
+        rows = self.db.execute(
+            f"SELECT docs.qid, {cols} FROM docs JOIN fts ON fts.rowid = docs.id WHERE docs.bench = ? ORDER BY docs.pos",
+            (bench,),
+        )
+        for qid, *values in rows:
+            yield qid, values
+
+    def texts_of(self, bench: str, columns: Sequence[str], qids: Sequence[str]) -> list[tuple[str, list[str]]]:
+        """As :meth:`texts`, for the questions ``qids`` only."""
+        cols = ", ".join(f"fts.{c}" for c in columns)
+        found: list[tuple[int, str, list[str]]] = []
+        for start in range(0, len(qids), 500):
+            chunk = qids[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT docs.pos, docs.qid, {cols} FROM docs JOIN fts ON fts.rowid = docs.id"
+                f" WHERE docs.bench = ? AND docs.qid IN ({', '.join('?' * len(chunk))})",
+                (bench, *chunk),
+            )
+            found.extend((pos, qid, values) for pos, qid, *values in rows)
+        found.sort(key=lambda r: r[0])
+        return [(qid, values) for _, qid, values in found]
+
+    def matching_ids(self, bench: str, expression: str, columns: Sequence[str]) -> set[str]:
+        """Question ids of ``bench`` whose ``columns`` match an FTS5 ``expression``."""
+        rows = self.db.execute(
+            "SELECT docs.qid FROM fts JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ? AND docs.bench = ?",
+            ("{" + " ".join(columns) + "} : (" + expression + ")", bench),
+        )
+        return {r[0] for r in rows}
+
+    def vocabulary_containing(self, needle: str, limit: int) -> list[str] | None:
+        """The indexed words containing ``needle`` (lowercase ASCII), or None past ``limit``."""
+        self.db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, row)")
+        found = self.db.execute("SELECT term FROM temp.vocab WHERE instr(term, ?) > 0 LIMIT ?", (needle, limit + 1))
+        words = [r[0] for r in found]
+        return None if len(words) > limit else words
+
+
+def sparql_functions(index: TextIndex | None, score_iri: str, match_iri: str) -> dict[ox.NamedNode, Any]:
+    """``karenina:textScore(?q, "query")`` (``score_iri``: the bm25 score of question ``?q``,
+    unbound when it does not match) and ``karenina:textMatch(?q, "query")`` (``match_iri``: a
+    boolean) for pyoxigraph's ``custom_functions``; the IRIs come from the caller (the
+    vocabulary is ``rdf``'s, which a worker cannot import). The index is asked once per query
+    text and evaluation; each row is then a dictionary lookup."""
+    cache: dict[str, Mapping[str, float]] = {}
+
+    def scores(query: Any) -> Mapping[str, float]:
+        text = query.value if isinstance(query, ox.Literal) else None
+        if text is None:
+            return {}
+        if text not in cache:
+            if index is None:
+                raise ValueError("this store has no full-text index")
+            try:
+                cache[text] = index.scores(text)
+            except SearchSyntaxError:
+                cache[text] = {}
+        return cache[text]
+
+    def score(question: Any, query: Any) -> ox.Literal | None:
+        found = scores(query).get(question.value) if isinstance(question, ox.NamedNode) else None
+        return None if found is None else ox.Literal(repr(found), datatype=_DOUBLE)
+
+    def match(question: Any, query: Any) -> ox.Literal:
+        hit = isinstance(question, ox.NamedNode) and question.value in scores(query)
+        return ox.Literal("true" if hit else "false", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#boolean"))
+
+    return {ox.NamedNode(score_iri): score, ox.NamedNode(match_iri): match}
