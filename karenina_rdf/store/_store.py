@@ -55,7 +55,7 @@ from karenina_rdf.sparql import (
 from ._catalog import IMPORTED_AT, SOURCE, Catalog
 from ._loading import Sink, open_sink
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
-from ._text import TextSync
+from ._text import TextSync, calls_text_functions
 
 STORE_ENV = "KARENINA_RDF_STORE"
 BASE_IRI_ENV = "KARENINA_RDF_BASE_IRI"
@@ -492,17 +492,25 @@ class GraphStore:
         else:
             sparql = bind_values(query, {k: python_term(v) for k, v in bindings.items()})
         try:
+            kwargs = self.dataset(benchmarks)
             functions = self.text_functions(sparql)
-            dataset = self.dataset(benchmarks)
-            return self._ox.query(sparql, prefixes=dict(PREFIXES), custom_functions=functions, **dataset)
+            if functions:  # never given to a server (RemoteStore.query takes no functions)
+                kwargs["custom_functions"] = functions
+            return self._ox.query(sparql, prefixes=dict(PREFIXES), **kwargs)
         except SyntaxError as exc:  # pyoxigraph's parse error, as one of ours
             raise InvalidValueError(f"SPARQL syntax error: {exc}") from None
 
     def text_functions(self, sparql: str) -> dict[ox.NamedNode, Any] | None:
         """``karenina:textScore`` and ``karenina:textMatch`` for a query that calls them, with
         the index brought in step first (docs/queries.md § Full-text search)."""
-        if "textScore" not in sparql and "textMatch" not in sparql:
+        if not calls_text_functions(sparql):
             return None
+        if self.remote is not None:
+            raise InvalidValueError(
+                "karenina:textScore and karenina:textMatch run in this process, over its own index: "
+                "a store on a SPARQL server evaluates queries itself and cannot call them; "
+                "use Store.search_text, or run the query on the store that `karenina-rdf serve` serves"
+            )
         self.fulltext.sync()
         return sparql_functions(self.fulltext.index, KAR.textScore, KAR.textMatch)
 

@@ -59,6 +59,15 @@ class TextSync:
         """The index file (absolute), for readers in other processes; None when in memory."""
         return None if self.store.path is None else str((self.store.path / INDEX_FILE).absolute())
 
+    def worker_spec(self, sparql: str) -> dict[str, str] | None:
+        """For a query worker process (``sparql._worker``) running ``sparql``: where the index is
+        and the functions' IRIs, with the index brought in step first; None when the query
+        calls no full-text function."""
+        if not calls_text_functions(sparql) or self.path is None:
+            return None
+        self.sync()
+        return {"path": self.path, "score": KAR.textScore, "match": KAR.textMatch}
+
     def close(self) -> None:
         if self._index is not None:
             self._index.close()
@@ -159,6 +168,10 @@ class TextSync:
         with self.lock:
             self.sync()
             return self.index.search(query, benchmarks=benchmarks, fields=fields, limit=limit, offset=offset)
+
+
+def calls_text_functions(sparql: str) -> bool:
+    return "textScore" in sparql or "textMatch" in sparql
 
 
 _IDS = "SELECT ?id WHERE { <%(bench)s> schema:dataFeedElement/schema:item/schema:identifier ?id }"

@@ -129,6 +129,8 @@ class Endpoint:
             self.pool,
         )
         self.runner.default_dataset = self.dataset
+        self.runner.text_functions = self.store.text_functions
+        self.runner.text_index = self.store.fulltext.worker_spec
         self.threads = anyio.CapacityLimiter(64)
         self._write_lock = threading.Lock()
         self._state = threading.Lock()
