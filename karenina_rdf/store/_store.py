@@ -488,7 +488,7 @@ class GraphStore:
         """
         bindings = {**(params or {}), **values}
         if looks_like_reference(query):
-            sparql = find_query(query).bind(bindings)
+            sparql = find_query(query).bind(bindings, search=self.fulltext.scores)
         else:
             sparql = bind_values(query, {k: python_term(v) for k, v in bindings.items()})
         try:

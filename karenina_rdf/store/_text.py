@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING, Any
 
 import pyoxigraph as ox
 
+from karenina_rdf._errors import InvalidValueError
 from karenina_rdf.rdf import CATALOG_GRAPH, KAR, PREFIXES, term_value
-from karenina_rdf.sparql import INDEX_FILE, Hits, Row, TextIndex
+from karenina_rdf.sparql import INDEX_FILE, Hits, Row, SearchSyntaxError, TextIndex
 
 if TYPE_CHECKING:
     from ._store import GraphStore
@@ -156,6 +157,15 @@ class TextSync:
         return self.store.oxigraph.query(sparql, prefixes=dict(PREFIXES), default_graph=graph)
 
     # -- searching ---------------------------------------------------------------------------
+    def scores(self, query: str) -> dict[str, float]:
+        """Question IRI → bm25 score (higher is better) of every question matching ``query``."""
+        with self.lock:
+            self.sync()
+            try:
+                return self.index.scores(query)
+            except SearchSyntaxError as exc:
+                raise InvalidValueError(str(exc)) from None
+
     def search(
         self,
         query: str,

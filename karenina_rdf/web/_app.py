@@ -387,7 +387,8 @@ async def run_named_query(request: Request) -> Response:
     # An empty field of an HTML form means "not given" (an optional parameter stays unbound).
     params = {k: v for k, v in request.query_params.items() if k != "format" and v != ""}
     try:
-        text = named.bind(params)
+        # In a thread: a search parameter asks the full-text index (rebuilt first when out of step).
+        text = await ep.in_thread(partial(named.bind, params, search=ep.store.fulltext.scores))
     except (InvalidValueError, ValueError) as exc:
         raise ProtocolError(400, str(exc)) from None
     op = Operation("query", text, base=_endpoint_url(request))
