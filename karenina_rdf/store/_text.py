@@ -15,6 +15,7 @@ HTTP: every client has its own copy, and the stamps on the server tell each one 
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 import uuid
 from collections.abc import Iterable, Iterator, Sequence
@@ -52,7 +53,15 @@ class TextSync:
     def index(self) -> TextIndex:
         if self._index is None:
             path = None if self.store.path is None else self.store.path / INDEX_FILE
-            self._index = TextIndex(path)
+            try:
+                self._index = TextIndex(path)
+            except sqlite3.DatabaseError:
+                if path is None:
+                    raise
+                # Not an index (a torn or foreign file): derived data, made again from the graphs.
+                for leftover in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+                    leftover.unlink(missing_ok=True)
+                self._index = TextIndex(path)
         return self._index
 
     @property
