@@ -208,7 +208,9 @@ class GraphStore:
     def close(self) -> None:
         if not hasattr(self, "_ox"):
             return  # closed already
-        self.fulltext.close()
+        text = getattr(self, "fulltext", None)  # absent when __init__ failed after opening
+        if text is not None:
+            text.close()
         if self.path is not None:
             self._ox.flush()
         if self.remote is not None:
