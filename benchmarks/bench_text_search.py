@@ -134,6 +134,57 @@ def tantivy_search(index: Any, query: str) -> tuple[int, list[str]]:
     return result.count, [searcher.doc(addr)["iri"][0] for _, addr in result.hits]
 
 
+def scaled(store: Store, work: Path, copies: int, repeat: int, with_tantivy: bool) -> None:
+    """The index alone at ``copies`` × the store's questions: every row indexed again under
+    ``copies`` benchmark IRIs (the same texts: no store of that size is built)."""
+    from karenina_rdf.sparql import TextIndex
+
+    rows = [r for b in store.catalog.benchmarks() for r in store.fulltext.rows(b)]
+    path = work / "scaled.sqlite"
+    index = TextIndex(path)
+    start = time.perf_counter()
+    for k in range(copies):
+        copy = [
+            Row(
+                f"{r.bench}/copy-{k}",
+                r.question_id,
+                f"{r.iri}/copy-{k}",
+                r.position,
+                r.question,
+                r.answer,
+                r.keywords,
+                r.template,
+            )
+            for r in rows
+        ]
+        index.replace_benchmark(f"copy-{k}", copy, "x")
+    built = time.perf_counter() - start
+    print(f"\nthe index alone at {copies} × {len(rows):,} = {copies * len(rows):,} questions (the same rows under")
+    print(f"{copies} benchmark IRIs; no store of that size): FTS5 built in {built:.0f} s, {_size(path) / 1e6:,.0f} MB")
+    tan = None
+    if with_tantivy:
+        many = [
+            Row(r.bench, r.question_id, f"{r.iri}/copy-{k}", r.position, r.question, r.answer, r.keywords, r.template)
+            for k in range(copies)
+            for r in rows
+        ]
+        tan, took = tantivy_index(many, work / "tantivy-scaled")
+        del many
+        print(f"tantivy built in {took:.0f} s, {_size(work / 'tantivy-scaled') / 1e6:,.0f} MB")
+    print("| search | query | hits | FTS5 p50 ms | tantivy p50 ms |")
+    print("|---|---|---|---|---|")
+    for label, query in SEARCHES:
+        fts_ms, hits = p50(lambda q=query: index.search(q), repeat)
+        tan_ms = "—"
+        if tan is not None:
+            try:
+                tan_ms = f"{p50(lambda q=query: tantivy_search(tan, q), repeat)[0]:,.1f}"
+            except ValueError:
+                tan_ms = "refused"
+        print(f"| {label} | `{query}` | {hits.total:,} | {fts_ms:,.1f} | {tan_ms} |", flush=True)
+    index.close()
+
+
 def _size(path: Path) -> int:
     if path.is_file():
         return path.stat().st_size
@@ -150,6 +201,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temporary folder (prints it)")
     parser.add_argument("--karenina", action="store_true", help="time Karenina's search_questions too")
     parser.add_argument("--skip-old-search-questions", action="store_true")
+    parser.add_argument("--scale", type=int, default=0, help="also the index alone at SCALE × the store's rows")
     args = parser.parse_args(argv)
     if os.environ.get("TANTIVY_PATH"):
         sys.path.insert(0, os.environ["TANTIVY_PATH"])
@@ -210,6 +262,9 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {label} | `{query}` | {hits.total:,} | {scan_ms:,.0f} | {fts_ms:,.1f} | {ratio:,.0f}× | {tan} |",
                 flush=True,
             )
+
+        if args.scale > 1:
+            scaled(store, work, args.scale, args.repeat, tantivy_ix is not None)
 
         print("\nthe named query `search` (every hit, joined with benchmark name and texts), p50 ms:")
         word = SEARCHES[0][1]

@@ -17,6 +17,7 @@ FTS5 expression is built from quoted tokens, so no input is an FTS5 syntax error
 
 from __future__ import annotations
 
+import hashlib
 import re
 import sqlite3
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -28,7 +29,7 @@ import pyoxigraph as ox
 
 INDEX_FILE = "text-index.sqlite"
 FIELDS = ("question", "answer", "keywords", "template")
-_SCHEMA_VERSION = "1"
+_SCHEMA_VERSION = "2"
 _DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
 # A token of the query as the user wrote it: a quoted phrase (closing quote optional) or a run of
 # anything but spaces and quotes.
@@ -36,6 +37,14 @@ _PART = re.compile(r'"([^"]*)"?|([^\s"]+)')
 # Letters, digits and marks: the characters unicode61 keeps in a token (its separators are the
 # rest); a query word is split where the indexed text was.
 _WORD = re.compile(r"[^\W_]+|\d+")
+
+
+_BM25 = "bm25(fts, 1.0, 1.0, 1.0, 1.0, 0.0)"  # the columns' weights: FIELDS, then bench
+
+
+def bench_key(bench: str) -> str:
+    """The one word standing for a benchmark in the index's ``bench`` column."""
+    return "b" + hashlib.sha256(bench.encode()).hexdigest()[:24]
 
 
 @dataclass(frozen=True)
@@ -131,7 +140,7 @@ class TextIndex:
             db.execute("CREATE INDEX IF NOT EXISTS docs_bench ON docs (bench, qid)")
             db.execute(
                 "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
-                + ", ".join(FIELDS)
+                + ", ".join((*FIELDS, "bench"))
                 + ", tokenize = 'unicode61 remove_diacritics 2')"
             )
             # What each benchmark was indexed from: its generation graph and edit stamp.
@@ -196,8 +205,8 @@ class TextIndex:
                 (r.bench, r.question_id, r.iri, r.position),
             )
             cur.execute(
-                "INSERT INTO fts (rowid, question, answer, keywords, template) VALUES (?, ?, ?, ?, ?)",
-                (cur.lastrowid, r.question, r.answer, r.keywords, r.template),
+                "INSERT INTO fts (rowid, question, answer, keywords, template, bench) VALUES (?, ?, ?, ?, ?, ?)",
+                (cur.lastrowid, r.question, r.answer, r.keywords, r.template, bench_key(r.bench)),
             )
             n += 1
         return n
@@ -215,29 +224,26 @@ class TextIndex:
         """The questions matching ``query`` (user syntax, see :func:`parse`), best first (bm25),
         with the total count; ``fields`` limits the match to some of :data:`FIELDS`."""
         expression = parse(query)
-        if fields:
-            unknown = [f for f in fields if f not in FIELDS]
-            if unknown:
-                raise SearchSyntaxError(f"unknown field {unknown[0]!r}: the fields are {', '.join(FIELDS)}")
-            expression = "{" + " ".join(fields) + "} : (" + expression + ")"
-        where, args = "fts MATCH ?", [expression]
+        unknown = [f for f in fields or () if f not in FIELDS]
+        if unknown:
+            raise SearchSyntaxError(f"unknown field {unknown[0]!r}: the fields are {', '.join(FIELDS)}")
+        # Always a column filter: never the bench column ("b*" would match every question there).
+        expression = "{" + " ".join(fields or FIELDS) + "} : (" + expression + ")"
         if benchmarks is not None:
             if not benchmarks:
                 return Hits(0, [])
-            # CROSS JOIN and "+": the match drives; never docs first (SQLite would then test
-            # MATCH row by row: 150 ms for a common word at 100k questions).
-            where += f" AND +docs.bench IN ({', '.join('?' * len(benchmarks))})"
-            args.extend(benchmarks)
-        join = "FROM fts CROSS JOIN docs ON docs.id = fts.rowid"
+            # The benchmark is a word of its own column: the index intersects, no row is joined.
+            keys = " OR ".join(f'"{bench_key(b)}"' for b in benchmarks)
+            expression = f"({expression}) AND {{bench}} : ({keys})"
         try:
-            if benchmarks is None:
-                total = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", args[:1]).fetchone()[0]
-            else:
-                total = self.db.execute(f"SELECT count(*) {join} WHERE {where}", args).fetchone()[0]
+            # Ranked on the index alone, then the page joined. bm25 of every hit is the cost; the
+            # bench column weighs nothing in it.
+            total = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [expression]).fetchone()[0]
             page = self.db.execute(
-                f"SELECT docs.bench, docs.qid, docs.iri, bm25(fts) {join} WHERE {where}"
-                " ORDER BY bm25(fts), docs.id LIMIT ? OFFSET ?",
-                [*args, -1 if limit is None else limit, offset],
+                f"SELECT docs.bench, docs.qid, docs.iri, r.s FROM (SELECT rowid AS id, {_BM25} AS s FROM fts"
+                " WHERE fts MATCH ? ORDER BY s, rowid LIMIT ? OFFSET ?) AS r CROSS JOIN docs ON docs.id = r.id"
+                " ORDER BY r.s, r.id",
+                [expression, -1 if limit is None else limit, offset],
             ).fetchall()
         except sqlite3.OperationalError as exc:  # parse() quotes every token: not expected
             raise SearchSyntaxError(f"cannot search for {query!r}: {exc}") from None
@@ -245,8 +251,8 @@ class TextIndex:
 
     def scores(self, query: str) -> dict[str, float]:
         """Question IRI → score of every question matching ``query``."""
-        sql = "SELECT docs.iri, bm25(fts) FROM fts CROSS JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?"
-        rows = self.db.execute(sql, [parse(query)])
+        sql = f"SELECT docs.iri, {_BM25} FROM fts CROSS JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?"
+        rows = self.db.execute(sql, ["{" + " ".join(FIELDS) + "} : (" + parse(query) + ")"])
         return {iri: -score for iri, score in rows}
 
     def texts(self, bench: str, columns: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
@@ -277,8 +283,8 @@ class TextIndex:
     def matching_ids(self, bench: str, expression: str, columns: Sequence[str]) -> set[str]:
         """Question ids of ``bench`` whose ``columns`` match an FTS5 ``expression``."""
         rows = self.db.execute(
-            "SELECT docs.qid FROM fts CROSS JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ? AND +docs.bench = ?",
-            ("{" + " ".join(columns) + "} : (" + expression + ")", bench),
+            "SELECT docs.qid FROM fts CROSS JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?",
+            ("{" + " ".join(columns) + "} : (" + expression + f') AND {{bench}} : "{bench_key(bench)}"',),
         )
         return {r[0] for r in rows}
 

@@ -13,7 +13,7 @@ import pytest
 from karenina_rdf import Benchmark, InvalidValueError, Store
 from karenina_rdf.rdf import KAR
 from karenina_rdf.sparql import INDEX_FILE, TextIndex
-from karenina_rdf.sparql._fulltext import parse
+from karenina_rdf.sparql._fulltext import bench_key, parse
 from karenina_rdf.store._text import TextSync
 
 TEMPLATE = """class Answer(BaseAnswer):
@@ -299,3 +299,12 @@ def test_read_only_reader(store: Store) -> None:
     with pytest.raises(sqlite3.OperationalError):
         reader.drop_benchmark("x")
     reader.close()
+
+
+def test_benchmarks_filter(store: Store) -> None:
+    other = Benchmark.create("Other", "d", store=store)
+    other.add_question("Which kinase phosphorylates ERK?", "MEK")
+    assert store.search_text("kinase").total == 3
+    assert set(_ids(store, "kinase", benchmarks=["Search test"])) == {"q-kinase", "q-kinase2"}
+    assert store.search_text("kinase", benchmarks=["Other"]).total == 1
+    assert store.search_text(bench_key(other.iri)).total == 0  # the benchmark's own word is not searched
