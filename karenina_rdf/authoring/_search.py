@@ -5,11 +5,12 @@ with ``match_all=False``) is a substring of its fields' texts joined by a space 
 ``str.lower`` unless ``case_sensitive``), or a regular expression found in them (``re.search``;
 an invalid pattern matches nothing). The index holds those texts (question, reference answer,
 template code), so nothing is read from the graph to decide; it also narrows the candidates
-when a term is one ASCII word: a text containing it has an indexed word containing it, so the
-candidates are the questions with one of the vocabulary's words that contain the term. Every
-candidate is then checked with Karenina's own test. Fields the index does not hold (keywords,
-whose text Karenina matches as a Python list's repr, author, ids …) are searched by the caller
-the old way, reading every question.
+by the runs of ASCII letters and digits in a term: a text containing the term has, for each run,
+an indexed word containing it, so the candidates are the questions having, for each run, one of
+the vocabulary's words that contain it (SQLite folds case and accents as ``str.lower`` does for
+these characters). Every candidate is then checked with Karenina's own test. Fields the index
+does not hold (keywords, whose text Karenina matches as a Python list's repr, author, ids …) are
+searched by the caller the old way, reading every question.
 """
 
 from __future__ import annotations
@@ -75,17 +76,18 @@ def _candidates(
     """A superset of the questions matching, or None when the terms do not narrow it."""
     found: list[set[str]] = []
     for term in terms:
-        if not _WORD.fullmatch(term):
-            if not match_all:
-                return None  # one term the index cannot narrow: any question may match
-            continue
-        words = index.vocabulary_containing(term.lower(), _MAX_WORDS)
-        if words is None:
-            if not match_all:
-                return None
-            continue
-        ids = index.matching_ids(bench, " OR ".join(f'"{w}"' for w in words), columns) if words else set()
-        found.append(ids)
+        # Each run of ASCII letters and digits of the term lies inside one word of any text that
+        # contains the term, and that word, folded, contains the run lowercased.
+        narrowed = []
+        for run in _WORD.findall(term):
+            words = index.vocabulary_containing(run.lower(), _MAX_WORDS)
+            if words is not None:
+                expression = " OR ".join(f'"{w}"' for w in words)
+                narrowed.append(index.matching_ids(bench, expression, columns) if words else set())
+        if narrowed:
+            found.append(set.intersection(*narrowed))
+        elif not match_all:
+            return None  # one term the index cannot narrow: any question may match
     if not found:
         return None
     return set.intersection(*found) if match_all else set.union(*found)
