@@ -21,10 +21,18 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, KareninaRDFError, Problem, StoreError
-from karenina_rdf.checkpoint import MappedBenchmark, identity, map_checkpoint, read_bytes, read_json
-from karenina_rdf.results import ResultsImport, RunCheck, is_sqlite, looks_like_results
+from karenina_rdf.checkpoint import (
+    MappedBenchmark,
+    identity,
+    map_checkpoint,
+    read_bytes,
+    read_json,
+    without_lone_surrogates,
+)
+from karenina_rdf.results import ResultsImport, RunCheck, is_results_store, is_sqlite, looks_like_results
 from karenina_rdf.results import import_results as _import_results_file
 from karenina_rdf.results import import_results_db as _import_results_db
+from karenina_rdf.results import import_results_store as _import_results_store
 from karenina_rdf.store import CONTENT_HASH, FILE_HASH, GRAPH, TRIPLE_COUNT, Generation, GraphStore
 from karenina_rdf.validation import (
     BenchmarkReport,
@@ -93,12 +101,13 @@ def import_checkpoint(
     file_hash = None
     if isinstance(source, dict):
         doc, label = source, name
+        doc, replaced = without_lone_surrogates(doc, label)
     else:
         # A file name that is not UTF-8 (surrogate escapes on Linux) is kept readable, not fatal.
         label = (name or str(source)).encode("utf-8", "backslashreplace").decode("utf-8")
         data = read_bytes(source)
         file_hash = hashlib.sha256(data).hexdigest()
-        doc = read_json(data, label)
+        doc, replaced = without_lone_surrogates(read_json(data, label), label, data)
         del data
     _, bench, _ = identity(doc, store.base_iri)
     old_graph = store.catalog.benchmarks().get(bench) if bench else None
@@ -107,7 +116,7 @@ def import_checkpoint(
     # A fresh generation graph, unreferenced until the catalog points at it: the sink loads on
     # a second thread while the rest is still being mapped.
     with store.generation(bench or "urn:x") as gen:
-        return _import_into(store, gen, doc, label, old_graph, file_hash, validate)
+        return _import_into(store, gen, doc, label, old_graph, file_hash, validate, replaced)
 
 
 def _import_into(
@@ -118,6 +127,7 @@ def _import_into(
     old_graph: ox.NamedNode | None,
     file_hash: str | None,
     validate: bool,
+    replaced: list[Problem],
 ) -> ImportResult:
     pointers: dict[str, str] | None = {} if validate else None
     templates: list[tuple[str, str]] | None = [] if validate else None
@@ -144,6 +154,7 @@ def _import_into(
     if pointers is not None:
         _refuse_violations(store, mapped, gen.graph, pointers, code)
         modes = readiness(store.oxigraph, gen.graph, mapped.iri)
+    mapped.warnings = replaced + mapped.warnings
     return _publish(store, mapped, gen.graph, old_graph, file_hash, modes)
 
 
@@ -258,7 +269,27 @@ def import_results(
             f"{source} holds {len(found)} runs, all imported; use import_results_db to get each one's report"
         )
     check = _check_run(store) if validate else None
+    if is_results_store(source):
+        runs = _import_results_store(store, source, benchmark=benchmark, run_name=run, check=check)
+        if len(runs) == 1:
+            return runs[0]
+        raise InvalidValueError(  # the runs are imported; the caller asked for one result
+            f"{source} holds {len(runs)} runs, all imported; use import_results_store to get each one's report"
+        )
     return _import_results_file(store, source, benchmark=benchmark, run_id=run, check=check)
+
+
+def import_results_store(
+    store: GraphStore,
+    source: str | Path,
+    *,
+    benchmark: str | None = None,
+    run: str | None = None,
+    validate: bool = False,
+) -> list[ResultsImport]:
+    """``Store.import_results_store``: each run of a Karenina ``ResultsStore`` file, as an export."""
+    check = _check_run(store) if validate else None
+    return _import_results_store(store, source, benchmark=benchmark, run_name=run, check=check)
 
 
 def import_results_db(
@@ -282,7 +313,12 @@ def import_paths(store: GraphStore, paths: Iterable[str | Path], *, validate: bo
             continue
         try:
             if f in results:
-                report.results.extend(import_results_db(store, f) if is_sqlite(f) else [import_results(store, f)])
+                if is_sqlite(f):
+                    report.results.extend(import_results_db(store, f))
+                elif is_results_store(f):
+                    report.results.extend(import_results_store(store, f))
+                else:
+                    report.results.append(import_results(store, f))
             else:
                 report.imported.append(import_checkpoint(store, f, validate=validate))
         except CheckpointError as exc:

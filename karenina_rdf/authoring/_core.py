@@ -24,12 +24,16 @@ from karenina_rdf.rdf import (
     index_triples,
     item_iri,
     node_index,
+    ordered_items,
+    owning_question,
     parse_triples,
     question_iri,
     solutions,
     string,
     term_value,
 )
+
+from ._question import Question, question_from_item
 
 _NOT_GIVEN: Any = object()
 
@@ -61,7 +65,10 @@ class BenchmarkCore:
 
     def _header_index(self) -> Index:
         return node_index(
-            self.store.oxigraph, self._graph, [self.iri], skip=(f"{self.iri}/items/", f"{self.iri}/questions/")
+            self.store.oxigraph,
+            self._graph,
+            [self.iri],
+            skip=(f"{self.iri}/items/", f"{self.iri}/questions/", f"{self.iri}/shadowed/"),
         )
 
     def _header(self) -> dict[str, Any]:
@@ -82,12 +89,14 @@ class BenchmarkCore:
 
     def _header_update(self, header: dict[str, Any]) -> str | None:
         graph = self._graph
-        old = index_triples(self._header_index(), skip_predicates=[DATA_FEED_ELEMENT])
+        # Items are not the header's: neither questions nor the items they shadow.
+        skip = [DATA_FEED_ELEMENT, KAR.shadowedItem]
+        old = index_triples(self._header_index(), skip_predicates=skip)
         doc = dict(header, dataFeedElement=[])
         mapped = map_checkpoint(doc, base_iri=self.store.base_iri, keep_id=self.id)
         if mapped.iri != self.iri:
             raise InvalidValueError("a benchmark's id cannot be changed in place; export and import it instead")
-        new = parse_triples(mapped.triples, skip_predicates=[DATA_FEED_ELEMENT])
+        new = parse_triples(mapped.triples, skip_predicates=skip)
         return diff_update(graph, old, new)
 
     def _set_header(self, **fields: Any) -> None:
@@ -117,6 +126,22 @@ class BenchmarkCore:
         if index is None:
             raise QuestionNotFoundError(f"Question not found: {question_id}")
         return item_json(index, self._item_iri(question_id))
+
+    def question_view(self, question_id: str) -> Question:
+        """The question as a typed, frozen value (``Question``), for code of ours: Karenina's
+        ``get_question`` returns a dict, and so does ours."""
+        item = self._item_json(question_id)
+        item.setdefault("@id", question_id)
+        return question_from_item(item, question_iri(self.iri, question_id))
+
+    def question_views(self) -> list[Question]:
+        """Every question as a ``Question`` value, in the benchmark's order."""
+        return [self.question_view(q) for q in self._question_ids()]
+
+    def _question_ids(self) -> list[str]:
+        # The id is in the item's minted IRI: no lookups per item.
+        items = ordered_items(self.store.oxigraph, self._graph, self.iri)
+        return [owned[0] for i in items if (owned := owning_question(self.iri, i))]
 
     def _write_item(self, question_id: str, item: dict[str, Any], position: int, old_index: Index | None) -> None:
         """Replace the item's triples (``old_index``, None for a new item) by ``item``'s."""

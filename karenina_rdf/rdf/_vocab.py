@@ -152,7 +152,15 @@ KARENINA_TERMS = _words(
     "textScore textMatch",
     # Benchmark nodes (§4): order, identity kept from the file, Karenina's derived values.
     "position sourceId derivedIdentifier emptyLists propertyLayout textMd5 keywordOrder",
-    "templateId isDefaultTemplate traitKind Scenario scenarioJson",
+    "templateId isDefaultTemplate traitKind",
+    # Scenario benchmarks (§6): a scenario, its nodes (turns) with their questions, its edges and
+    # outcome criteria; Karenina's free-JSON fields of these as rdf:JSON.
+    "Scenario ScenarioNode ScenarioEdge ScenarioOutcome scenarioNode scenarioEdge scenarioOutcome",
+    "entryNode entry nodeId question toolFilter stateUpdateSource questionData agentIdentity scenarioMetadata",
+    "edgeSource edgeTarget fromNode toNode endsScenario condition conditionSource handover check evaluateSource",
+    "verbatimFields",
+    # An item whose question id a later item takes again, kept whole to be written back.
+    "ShadowedItem shadowedItem itemJson",
     # Settings become typed data (§5): QUESTION_SETTINGS, BENCHMARK_SETTINGS, TRAIT_SETTINGS, camelCased.
     "finished author sources fewShotExamples answerNotes workspacePath",
     "benchmarkFormatVersion benchmarkType",

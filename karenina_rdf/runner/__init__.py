@@ -7,6 +7,12 @@ from karenina_rdf.runner.sandbox import Limits, Sandbox, SandboxOutcome
 
 from ._generate import GeneratedTemplate, generate_templates
 
+# The public karenina_rdf.Benchmark (exported there): the authoring handle and the members that
+# call models, with what they return.
+from ._members import Benchmark as Benchmark
+from ._members import TemplateProgressEvent as TemplateProgressEvent
+from ._members import VerificationResultSet as VerificationResultSet
+
 # For the command line, not the Python API (hence not in __all__): the run modes it offers and
 # how it builds providers for a store (replay, record, response cache).
 from ._models import Transport as Transport

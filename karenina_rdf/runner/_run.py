@@ -112,6 +112,8 @@ def _model_record(m: ModelSpec | dict[str, Any]) -> dict[str, Any]:
         "temperature": m.temperature,
         "max_tokens": m.max_tokens,
         "system_prompt": m.system_prompt,
+        # Part of the results' model identity: a resumed run must rebuild it to find its results.
+        **({"config_id": m.config_id} if m.config_id else {}),
     }
 
 
@@ -136,8 +138,10 @@ def rubric_definition(traits: Iterable[RubricTrait]) -> dict[str, Any] | None:
 class _Progress:
     """A rich progress bar (counts, pass/fail, ETA) on stderr, or nothing."""
 
-    def __init__(self, total: int, done: int, enabled: bool) -> None:
+    def __init__(self, total: int, done: int, enabled: bool, callback: Any = None) -> None:
         self.bar: Any = None
+        # Karenina's progress_callback(percentage, message), called as results are stored.
+        self.callback, self.total, self.done = callback, total, done
         if not enabled:
             return
         from rich.console import Console
@@ -164,6 +168,10 @@ class _Progress:
         self.bar.start()
 
     def update(self, advance: int, passed: int, failed: int) -> None:
+        self.done += advance
+        if self.callback is not None:
+            pct = self.done / self.total * 100 if self.total else 100.0
+            self.callback(pct, f"{self.done}/{self.total} verified: {passed} passed, {failed} failed")
         if self.bar is not None:
             self.bar.update(self.task, advance=advance, status=f"[green]{passed} passed[/] [red]{failed} failed[/]")
 
@@ -192,11 +200,16 @@ def run_verification(
     extra_config: dict[str, Any] | None = None,
     stop: threading.Event | None = None,
     informed_by: str | None = None,
+    progress_callback: Any = None,
+    extend: bool = False,
 ) -> RunReport:
     """Run ``benchmark``'s finished questions past the answering models (or the recorded
     ``answers``, keyed by (question id, answerer key, replicate), of ``answer_identities``) and
     the judges; every result is stored as it completes, in run ``options.run_id`` (new) or in
-    run ``resume`` (continued: its stored results are not run again)."""
+    run ``resume`` (continued: its stored results are not run again). With ``extend`` the run
+    ``resume`` may be continued with more answerers, judges, replicates or questions (Karenina's
+    extend_template): its stored answers are graded by the new judges, and the configuration
+    given becomes the run's."""
     opts = options or RunOptions()
     started = time.time()
     bench_iri, bench_graph = store.graph_of(benchmark)
@@ -206,7 +219,8 @@ def run_verification(
     questions, notes = read_questions(store, bench_iri, list(opts.questions) if opts.questions else None)
     if not questions:
         raise VerificationError(f"benchmark {bench.id!r} has no finished question to verify")
-    global_traits = bench.get_global_rubric() or []
+    global_rubric = bench.get_global_rubric()
+    global_traits = global_rubric.all_traits() if global_rubric else []
     rubric_modes = opts.mode != "template_only"
     the_plan: Plan = plan(
         questions,
@@ -264,6 +278,7 @@ def run_verification(
         answer_identities,
         global_traits,
         resume,
+        extend,
     )
     done_keys = live.stored_keys()
     todo = [tk for tk in the_plan.tasks if _key(tk, opts.run_name) not in done_keys]
@@ -291,7 +306,7 @@ def run_verification(
     total_cost: list[float | None] = [0.0]
     # Until _execute says otherwise: an error escaping it leaves a run --resume can finish.
     status: Literal["completed", "interrupted"] = "interrupted"
-    bar = _Progress(len(the_plan.tasks), skipped, progress)
+    bar = _Progress(len(the_plan.tasks), skipped, progress, progress_callback)
     try:
         status = _execute(todo, pipeline, live, opts.concurrency, counts, total_cost, bar, stop or threading.Event())
     finally:
@@ -359,17 +374,21 @@ def _open_run(
     identities: list[dict[str, Any]] | None,
     global_traits: list[RubricTrait],
     resume: str | None,
+    extend: bool = False,
 ) -> LiveRun:
     if resume is not None:
         stored = stored_config(store, resume)
-        keys = ("benchmark_iri", "mode", "replicates", "questions", "answerers", "judges", "run_name")
+        keys: tuple[str, ...] = ("benchmark_iri", "mode", "replicates", "questions", "answerers", "judges", "run_name")
+        if extend:  # more models, replicates or questions: what the results are must not change
+            keys = ("benchmark_iri", "mode", "run_name")
         diff = [k for k in keys if stored.get(k) != config.get(k)]
         if diff:
             raise VerificationError(
                 f"run {resume!r} was started with other settings ({', '.join(diff)}): "
                 "resume it with the settings it was started with"
             )
-        config = stored
+        if not extend:
+            config = stored
     now = time.time()
     header: dict[str, Any] = {
         "format_version": "2.2",

@@ -11,6 +11,7 @@ removed on open. What is loaded, and how it is checked, is the import pipeline's
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -39,6 +40,7 @@ from karenina_rdf.rdf import (
     graph_iri,
     node_index,
     ordered_items,
+    shadowed_items,
     solutions,
     term_value,
 )
@@ -452,15 +454,24 @@ class GraphStore:
 
     @staticmethod
     def _header_index(source: ox.Store, bench: str, graph: ox.NamedNode) -> dict[str, dict[str, list[Any]]]:
-        return node_index(source, graph, [bench], skip=(f"{bench}/items/", f"{bench}/questions/"))
+        return node_index(source, graph, [bench], skip=(f"{bench}/items/", f"{bench}/questions/", f"{bench}/shadowed/"))
 
     @staticmethod
     def _items_json(source: ox.Store, bench: str, graph: ox.NamedNode) -> Iterator[dict[str, Any]]:
+        # Items shadowed by a later one with their question id go back where they were.
+        shadows = shadowed_items(source, graph, bench)
         for item in ordered_items(source, graph, bench):
             # Item and question share their id segment by construction (_ids.item_iri/question_iri).
             question = bench + "/questions/" + item[len(bench) + len("/items/") :]
             index = node_index(source, graph, [item, question])
+            if shadows:
+                position = index[item].get(KAR.position)
+                at = int(position[0].value) if position else 0
+                while shadows and shadows[0][0] < at:
+                    yield json.loads(shadows.pop(0)[3])
             yield item_json(index, item)
+        for *_, text in shadows:
+            yield json.loads(text)
 
     def delete(self, ref: str) -> BenchmarkSummary:
         bench, graph = self.graph_of(ref)

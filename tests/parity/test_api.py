@@ -58,69 +58,30 @@ print(json.dumps(out))
 
 # Members of Karenina's Benchmark not built here yet (issue 18 is open).
 NOT_YET = {
-    "add_question_from_object",
-    "add_questions",
-    "add_questions_batch",
-    "add_scenario",
-    "apply_global_template",
-    "check_readiness",
-    "clear_all_rubrics",
-    "clone",
-    "copy_template",
-    "count_by_field",
-    "export_generated_templates",
     "extend_rubric",
-    "extend_template",
-    "filter_by_custom_metadata",
-    "filter_questions",
-    "generate_all_templates",
-    "generate_template_for_question",
-    "generate_templates",
-    "get_all_questions_as_objects",
-    "get_finished_templates",
-    "get_global_dynamic_rubric",
-    "get_health_report",
-    "get_merged_dynamic_rubric_for_question",
-    "get_question_as_object",
-    "get_question_metadata",
-    "get_question_timestamps",
-    "get_questions_by_author",
-    "get_questions_with_rubric",
-    "get_scenario",
-    "get_scenarios",
-    "get_statistics",
-    "get_summary",
-    "import_generated_templates",
-    "is_scenario_benchmark",
-    "jsonld_data",
-    "load_from_db",
-    "optimization_history",
-    "optimize",
-    "remove_question_rubric",
-    "remove_scenario",
-    "resume_verification",
-    "run_verification",
-    "save_to_db",
-    "scenario_count",
-    "set_global_dynamic_rubric",
-    "set_global_rubric",
-    "set_metadata",
-    "set_question_rubric",
-    "set_workspace_root",
-    "to_csv",
-    "to_dict",
-    "to_markdown",
-    "update_template",
-    "validate",
-    "validate_rubrics",
-    "validate_templates",
-    "workspace_root",
 }
 # Parameters that differ on purpose, with why.
 DIFFERENT = {
-    "create": "no workspace_root: a benchmark here lives in a store, not in a workspace folder",
-    "load": "no workspace_root, for the same reason",
     "save": "no save_deep_judgment_config: deep-judgment settings are saved with the traits they belong to",
+}
+# Members with Karenina's parameters whose behaviour a user should know differs, or lives only
+# in memory (issue 18: "say which in the docs"); shown on the parity page beside the member.
+NOTES = {
+    "workspace_root": "in memory only, as in Karenina (which never saves it): it belongs to the handle, "
+    "and a new handle on the same benchmark has none until `create`/`load`/`set_workspace_root` give one",
+    "set_workspace_root": "in memory only: sets this handle's workspace root, nothing is stored",
+    "jsonld_data": "a dict, the checkpoint as it would be saved, read from the graph at each access; "
+    "Karenina's is its live `JsonLdCheckpoint` model, so changing this one changes nothing stored",
+    "clone": "the copy is a new benchmark with the same id in a new in-memory store (or `store=`, "
+    "not its own, where the same id would replace it)",
+    "validate": "templates are read, not run: one that does not parse or has no answer class is invalid "
+    "(Karenina runs them; its own `validate` fails with ModuleNotFoundError in snapshot 9851a770)",
+    "get_question": "Karenina's dict, key for key; its `question_rubric` holds our `RubricTrait` values where "
+    "Karenina's holds its own trait classes (so do `get_all_questions`, iteration and the filters); "
+    "`question_view` gives the typed `Question`",
+    "to_dict": "`global_rubric` holds our `RubricTrait` dumps where Karenina's holds its trait classes' dumps",
+    "get_question_as_object": "returns `QuestionObject`, a class with the fields of Karenina's `Question` "
+    "(`id` is the MD5 of the text); Karenina's own `Question` objects are accepted wherever it takes one",
 }
 
 _SENTINEL = re.compile(r"<object object at 0x[0-9a-f]+>")
@@ -180,7 +141,7 @@ def render(members: dict[str, Any]) -> str:
     for name, info in sorted(members.items()):
         s = status(name, info)
         counts[s.split(":")[0]] += 1
-        note = DIFFERENT.get(name, "")
+        note = DIFFERENT.get(name) or NOTES.get(name, "")
         shown = {"same": "same", "missing": "not yet"}.get(s, s)
         rows.append(f"| `{name}` | {info['kind']} | {shown} | {note} |")
     head = [
@@ -198,10 +159,12 @@ def render(members: dict[str, Any]) -> str:
         "parameters, order and defaults; our only additions are keyword-only parameters such as "
         "`store=`. Return values are compared with Karenina's for `add_answer_template` and "
         "`get_template` (test_authoring.py), for the finished-flag and progress members in a call "
-        "sequence (test_calls.py), and saved checkpoints for `load` and `save` (test_load.py); the "
-        "other members are compared by signature only, so far.",
+        "sequence (test_calls.py), for the question-data and reporting members (every answer "
+        "whole, `to_csv`/`to_markdown`/`get_summary` character for character, timestamps aside, and "
+        "the checkpoints saved after them; test_calls_questions.py), and saved checkpoints for "
+        "`load` and `save` (test_load.py); the other members are compared by signature only, so far.",
         "",
-        "| member | kind | here | why it differs |",
+        "| member | kind | here | why it differs, or how it behaves here |",
         "|---|---|---|---|",
     ]
     return "\n".join(head + rows) + "\n"

@@ -75,7 +75,7 @@ def test_search_questions_as_karenina(tmp_path: Path) -> None:
     store = Store.memory()
     bench = Benchmark(store, store.import_checkpoint(path).iri)
     ours = [
-        [q.id for q in bench.search_questions(query, match_all, fields, case_sensitive, regex)]
+        [q["id"] for q in bench.search_questions(query, match_all, fields, case_sensitive, regex)]
         for query, match_all, fields, case_sensitive, regex in CALLS
     ]
     assert any(theirs) and not all(theirs)  # the table finds something, and not everything

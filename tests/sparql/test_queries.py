@@ -103,11 +103,12 @@ def test_named_query(stocked: Store, name: str, params: dict[str, Any], col: str
 
 
 def test_every_named_query_has_a_case() -> None:
+    from tests.checkpoint.test_scenarios import SCENARIO_QUERIES  # and the scenario queries there
     from tests.results.test_results_queries import RESULTS_QUERIES  # the results queries are tested there
     from tests.runner.test_pipeline import RUNNER_QUERIES  # and the cost of runs made here there
 
-    assert not {c[0] for c in CASES} & (RESULTS_QUERIES | RUNNER_QUERIES)
-    assert {c[0] for c in CASES} | RESULTS_QUERIES | RUNNER_QUERIES == set(named_queries())
+    assert not {c[0] for c in CASES} & (RESULTS_QUERIES | RUNNER_QUERIES | SCENARIO_QUERIES)
+    assert {c[0] for c in CASES} | RESULTS_QUERIES | RUNNER_QUERIES | SCENARIO_QUERIES == set(named_queries())
 
 
 def test_near_duplicates_names_both_questions(stocked: Store) -> None:

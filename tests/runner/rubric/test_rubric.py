@@ -680,7 +680,9 @@ def test_real_traits_from_the_corpus() -> None:
         ref = store.import_checkpoint(ALL_FEATURES)
         bench = Benchmark(store, ref.benchmark_id)
         qid = next(q for q in bench.get_question_ids() if bench.get_question_rubric(q) and q.endswith("cb0b4aaf"))
-        traits, provenance = merge_rubrics(bench.get_global_rubric(), bench.get_question_rubric(qid))
+        glob, quest = bench.get_global_rubric(), bench.get_question_rubric(qid)
+        assert glob is not None and quest is not None
+        traits, provenance = merge_rubrics(glob.all_traits(), quest.all_traits())
     finally:
         store.close()
     judge = FakeJudge(_corpus_judge)
