@@ -79,6 +79,8 @@ class BenchmarkCore:
         (so an edit and the stamp that says it happened cannot part), then bring the full-text
         index in step: the ``questions`` touched, or (None) those that appeared or went."""
         body = " ;\n".join(u for u in updates if u)
+        if questions is None and f"{self.iri}/items/" not in body and f"{self.iri}/questions/" not in body:
+            questions = []  # the header alone (name, rubric, properties): no question's text changed
         if body:
             text = self.store.fulltext
             old = text.stamps().get(self.iri)

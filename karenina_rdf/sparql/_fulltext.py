@@ -168,12 +168,17 @@ class TextIndex:
         return n
 
     def update_questions(self, bench: str, rows: Iterable[Row], removed: Iterable[str], stamp: str) -> None:
-        """Replace the questions ``rows`` and drop the ``removed`` question ids of ``bench``."""
+        """Replace the questions ``rows`` and drop the questions ``removed`` (IRIs) of ``bench``."""
         rows = list(rows)
         self._writes += 1
         with self.db:
-            for qid in [*removed, *(r.question_id for r in rows)]:
-                self._drop_question(bench, qid)
+            for iri in removed:
+                # remove_question moves the later questions up one (positions stay 0..n-1).
+                for (pos,) in self.db.execute("SELECT pos FROM docs WHERE iri = ?", (iri,)).fetchall():
+                    self.db.execute("UPDATE docs SET pos = pos - 1 WHERE bench = ? AND pos > ?", (bench, pos))
+                self._drop_question(iri)
+            for iri in (r.iri for r in rows):
+                self._drop_question(iri)
             self._insert(rows)
             self.db.execute("INSERT OR REPLACE INTO state VALUES (?, ?)", (bench, stamp))
 
@@ -183,16 +188,15 @@ class TextIndex:
             self._drop(bench)
             self.db.execute("DELETE FROM state WHERE bench = ?", (bench,))
 
-    def question_ids(self, bench: str) -> set[str]:
-        return {r[0] for r in self.db.execute("SELECT qid FROM docs WHERE bench = ?", (bench,))}
+    def question_iris(self, bench: str) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT iri FROM docs WHERE bench = ?", (bench,))}
 
     def _drop(self, bench: str) -> None:
         self.db.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE bench = ?)", (bench,))
         self.db.execute("DELETE FROM docs WHERE bench = ?", (bench,))
 
-    def _drop_question(self, bench: str, qid: str) -> None:
-        ids = [r[0] for r in self.db.execute("SELECT id FROM docs WHERE bench = ? AND qid = ?", (bench, qid))]
-        for i in ids:
+    def _drop_question(self, iri: str) -> None:
+        for (i,) in self.db.execute("SELECT id FROM docs WHERE iri = ?", (iri,)).fetchall():
             self.db.execute("DELETE FROM fts WHERE rowid = ?", (i,))
             self.db.execute("DELETE FROM docs WHERE id = ?", (i,))
 
@@ -259,7 +263,8 @@ class TextIndex:
         """(question id, the ``columns`` texts) of every question of ``bench``, in benchmark order."""
         cols = ", ".join(f"fts.{c}" for c in columns)
         rows = self.db.execute(
-            f"SELECT docs.qid, {cols} FROM docs JOIN fts ON fts.rowid = docs.id WHERE docs.bench = ? ORDER BY docs.pos",
+            f"SELECT docs.qid, {cols} FROM docs JOIN fts ON fts.rowid = docs.id WHERE docs.bench = ?"
+            " ORDER BY docs.pos, docs.id",
             (bench,),
         )
         for qid, *values in rows:
@@ -268,17 +273,17 @@ class TextIndex:
     def texts_of(self, bench: str, columns: Sequence[str], qids: Sequence[str]) -> list[tuple[str, list[str]]]:
         """As :meth:`texts`, for the questions ``qids`` only."""
         cols = ", ".join(f"fts.{c}" for c in columns)
-        found: list[tuple[int, str, list[str]]] = []
+        found: list[tuple[int, int, str, list[str]]] = []
         for start in range(0, len(qids), 500):
             chunk = qids[start : start + 500]
             rows = self.db.execute(
-                f"SELECT docs.pos, docs.qid, {cols} FROM docs JOIN fts ON fts.rowid = docs.id"
+                f"SELECT docs.pos, docs.id, docs.qid, {cols} FROM docs JOIN fts ON fts.rowid = docs.id"
                 f" WHERE docs.bench = ? AND docs.qid IN ({', '.join('?' * len(chunk))})",
                 (bench, *chunk),
             )
-            found.extend((pos, qid, values) for pos, qid, *values in rows)
-        found.sort(key=lambda r: r[0])
-        return [(qid, values) for _, qid, values in found]
+            found.extend((pos, i, qid, values) for pos, i, qid, *values in rows)
+        found.sort(key=lambda r: (r[0], r[1]))  # the benchmark's order, as texts() gives it
+        return [(qid, values) for _, _, qid, values in found]
 
     def matching_ids(self, bench: str, expression: str, columns: Sequence[str]) -> set[str]:
         """Question ids of ``bench`` whose ``columns`` match an FTS5 ``expression``."""

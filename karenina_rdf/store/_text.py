@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from karenina_rdf._errors import InvalidValueError
-from karenina_rdf.rdf import CATALOG_GRAPH, KAR, PREFIXES, term_value
+from karenina_rdf.rdf import CATALOG_GRAPH, DATA_FEED_ELEMENT, KAR, PREFIXES, question_iri, term_value
 from karenina_rdf.sparql import INDEX_FILE, Hits, Row, SearchSyntaxError, TextIndex
 
 if TYPE_CHECKING:
@@ -133,22 +133,30 @@ class TextSync:
             if index.stamps().get(bench) != old:
                 return
             if question_ids is None:
-                stored = {term_value(r["id"]) for r in self._select(_IDS % {"bench": bench}, bench)}
-                indexed = index.question_ids(bench)
+                # Items and questions share their id segment (rdf._ids): the item list, read
+                # from the store's index, tells which questions there are without a query.
+                items, questions = bench + "/items/", bench + "/questions/"
+                graph = self.store.catalog.benchmarks()[bench]
+                found = self.store.oxigraph.quads_for_pattern(
+                    ox.NamedNode(bench), ox.NamedNode(DATA_FEED_ELEMENT), None, graph
+                )
+                listed = (term_value(q.object) for q in found)
+                stored = {questions + i[len(items) :] for i in listed if i.startswith(items)}
+                indexed = index.question_iris(bench)
                 removed, touched = indexed - stored, stored - indexed
             else:
-                touched = set(question_ids)
+                touched = {question_iri(bench, qid) for qid in question_ids}
                 removed = set()
             rows = list(self.rows(bench, touched)) if touched else []
-            removed |= touched - {r.question_id for r in rows}
+            removed |= touched - {r.iri for r in rows}
             index.update_questions(bench, rows, removed, new)
 
     def rows(self, bench: str, only: Iterable[str] | None = None) -> Iterator[Row]:
-        """The index rows of ``bench`` (all, or the questions ``only``), read from its graph."""
+        """The index rows of ``bench`` (all, or the questions whose IRIs are ``only``), read from
+        its graph."""
         restrict = ""
         if only is not None:
-            ids = " ".join(str(ox.Literal(i)) for i in only)
-            restrict = f"VALUES ?id {{ {ids} }}"
+            restrict = f"VALUES ?q {{ {' '.join(str(ox.NamedNode(i)) for i in only)} }}"
         for r in self._select(_ROWS % {"bench": bench, "only": restrict}, bench):
             yield Row(
                 bench=bench,
@@ -191,9 +199,6 @@ class TextSync:
 
 def calls_text_functions(sparql: str) -> bool:
     return "textScore" in sparql or "textMatch" in sparql
-
-
-_IDS = "SELECT ?id WHERE { <%(bench)s> schema:dataFeedElement/schema:item/schema:identifier ?id }"
 
 
 def _text(term: Any) -> str:

@@ -202,13 +202,17 @@ def test_edit_updates_only_what_it_touched(store: Store, monkeypatch: pytest.Mon
     real = TextSync.rows
 
     def counting(self: TextSync, bench: str, only: Any = None) -> Any:
-        rebuilt.append("all" if only is None else ",".join(sorted(only)))
+        rebuilt.append("all" if only is None else ",".join(sorted(i.rsplit("/", 1)[1] for i in only)))
         return real(self, bench, only)
 
     monkeypatch.setattr(TextSync, "rows", counting)
     _edit_text(store)
     assert store.search_text("phosphatase").total == 1
     assert rebuilt == ["q-kinase2"]  # one question read again, no rebuild at the search
+    Benchmark(store, "Search test").set_custom_property("domain", "kinases")  # the header alone
+    _remove(store)  # which question went is found from the item list
+    assert store.search_text("kinase").total == 0
+    assert rebuilt == ["q-kinase2"]  # nothing read again for either
 
 
 def test_crash_between_graph_and_index(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -308,3 +312,15 @@ def test_benchmarks_filter(store: Store) -> None:
     assert set(_ids(store, "kinase", benchmarks=["Search test"])) == {"q-kinase", "q-kinase2"}
     assert store.search_text("kinase", benchmarks=["Other"]).total == 1
     assert store.search_text(bench_key(other.iri)).total == 0  # the benchmark's own word is not searched
+
+
+def test_search_questions_order_after_removals_and_additions(store: Store) -> None:
+    """Removal renumbers the later questions; the index follows, so hits come in the
+    benchmark's order after any mix of removals and additions."""
+    bench = Benchmark(store, "Search test")
+    for step in range(3):
+        bench.remove_question(bench.get_question_ids()[1])
+        bench.add_question(f"Which kinase number {step} is new?", "none")
+    expected = [q["id"] for q in bench if "kinase" in q["question"].lower()]
+    assert [q["id"] for q in bench.search_questions("kinase")] == expected
+    assert len(expected) == 3
