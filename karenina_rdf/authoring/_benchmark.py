@@ -42,6 +42,7 @@ from ._questions import QuestionMembers
 from ._reports import ReportMembers
 from ._rubrics import RubricMembers
 from ._scenarios import ScenarioMembers
+from ._search import matches, search_hits
 from ._templates import TemplateMembers, template_code_of
 
 _MATCH_MODES = ("exact", "contains", "in", "regex")
@@ -548,10 +549,14 @@ class Benchmark(
         queries = [query] if isinstance(query, str) else list(query)
         if not queries:
             return []
+        # The full-text index decides for the fields it holds (authoring/_search.py).
+        found = search_hits(self, queries, match_all, fields, case_sensitive, regex)
+        if found is not None:
+            return [self.get_question(i) for i in found]
         out = []
         for data in self:
             text = " ".join(str(data[f]) for f in fields or ["question"] if data.get(f))
-            hits = [_search(text, term, case_sensitive, regex) for term in queries]
+            hits = [matches(text, term, case_sensitive, regex) for term in queries]
             if all(hits) if match_all else any(hits):
                 out.append(data)
         return out
@@ -582,12 +587,3 @@ def _matches(field: Any, value: Any, mode: str) -> bool:
         except re.error:
             return False
     raise InvalidValueError(f"Invalid match_mode: {mode}. Must be one of {', '.join(_MATCH_MODES)}")
-
-
-def _search(text: str, term: str, case_sensitive: bool, regex: bool) -> bool:
-    if regex:
-        try:
-            return re.search(term, text, 0 if case_sensitive else re.IGNORECASE) is not None
-        except re.error:
-            return False
-    return term in text if case_sensitive else term.lower() in text.lower()

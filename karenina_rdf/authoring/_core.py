@@ -74,11 +74,20 @@ class BenchmarkCore:
     def _header(self) -> dict[str, Any]:
         return benchmark_json(self._header_index(), self.iri, [])
 
-    def _apply(self, *updates: str | None) -> None:
+    def _apply(self, *updates: str | None, questions: list[str] | None = None) -> None:
+        """Run ``updates`` as one SPARQL update, with the benchmark's new full-text stamp in it
+        (so an edit and the stamp that says it happened cannot part), then bring the full-text
+        index in step: the ``questions`` touched, or (None) those that appeared or went."""
         body = " ;\n".join(u for u in updates if u)
+        if questions is None and f"{self.iri}/items/" not in body and f"{self.iri}/questions/" not in body:
+            questions = []  # the header alone (name, rubric, properties): no question's text changed
         if body:
-            self.store.oxigraph.update(body)
+            text = self.store.fulltext
+            old = text.stamps().get(self.iri)
+            new, stamp = text.bump(self.iri)
+            self.store.oxigraph.update(f"{body} ;\n{stamp}")
             self.store.mark_edited(self.iri)
+            text.edited(self.iri, old, new, questions)
 
     def _header_update(self, header: dict[str, Any]) -> str | None:
         graph = self._graph
@@ -145,7 +154,7 @@ class BenchmarkCore:
                 (ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id)))
             )
         new = parse_triples(map_item(item, bench_iri=self.iri, position=position, base_iri=self.store.base_iri))
-        self._apply(diff_update(self._graph, old, new), self._touch())
+        self._apply(diff_update(self._graph, old, new), self._touch(), questions=[question_id])
 
     def _edit_question(self, question_id: str, change: Any) -> None:
         index = self._item_index(question_id)  # read once: item JSON, position and old triples

@@ -224,7 +224,8 @@ def query(
             err.print("[red]error:[/red] --param needs a named query or a .rq file with '# param:' lines")
             raise typer.Exit(2)
         if looks_like_reference(text):
-            find_query(text).bind(values)  # an unknown query or a bad parameter is a usage error
+            # An unknown query or a bad parameter is a usage error (no search yet: no store open).
+            find_query(text).bind(values, search=lambda _: {})
 
     def act(s: Store) -> None:
         results = s.query(text, values)

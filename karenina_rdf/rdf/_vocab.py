@@ -147,7 +147,9 @@ def _words(*sections: str) -> tuple[str, ...]:
 # the package spells. A term may be listed in more than one section.
 KARENINA_TERMS = _words(
     # The catalog graph and the store node (data-model §2); a run's catalog entry (§9).
-    "graph contentHash sourceSha256 tripleCount importedFrom importedAt baseIri pendingGraph runGraph",
+    "graph contentHash sourceSha256 tripleCount importedFrom importedAt baseIri pendingGraph runGraph textStamp",
+    # The full-text index's SPARQL functions (docs/queries.md § Full-text search).
+    "textScore textMatch",
     # Benchmark nodes (§4): order, identity kept from the file, Karenina's derived values.
     "position sourceId derivedIdentifier emptyLists propertyLayout textMd5 keywordOrder",
     "templateId isDefaultTemplate traitKind",

@@ -69,8 +69,11 @@ CASES: list[tuple[str, dict[str, Any], str, list[Any]]] = [
     ("questions-by-keyword", {"keyword": "nsaids"}, "text", ["Which enzyme does aspirin irreversibly inhibit?"]),
     ("questions-by-keyword", {"keyword": "genomics"}, "benchmark", [BIO, BIO, MOL, MOL, "Variants"]),
     ("questions-by-keyword", {"keyword": "GENOMICS"}, "benchmark", []),  # keywords match exactly
-    ("search", {"phrase": "KINASE"}, "found_in", ["answer", "answer", "answer"]),
-    ("search", {"phrase": "losartan"}, "found_in", ["question"]),
+    # Full-text, best first: the word in the answers (and the text) of these three questions.
+    ("search", {"phrase": "KINASE"}, "benchmark", [PHARMA, MOL, "Variants"]),
+    ("search", {"phrase": "losartan"}, "text", ["Which receptor does losartan block?"]),
+    ("search", {"phrase": '"does losartan"'}, "text", ["Which receptor does losartan block?"]),
+    ("search", {"phrase": '"losartan does"'}, "text", []),
     ("questions-per-benchmark", {}, "questions", ["4", "5", "4", "3"]),
     ("benchmark-summary", {}, "finished", ["3", "4", "3", "3"]),
     ("same-question", {}, "question", [IMATINIB, IMATINIB]),

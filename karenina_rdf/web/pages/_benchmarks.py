@@ -15,7 +15,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from karenina_rdf._errors import QuestionNotFoundError
+from karenina_rdf._errors import InvalidValueError, QuestionNotFoundError
 from karenina_rdf._store import Store
 from karenina_rdf.authoring import Benchmark, BenchmarkInfo, Question, benchmark_info
 from karenina_rdf.checkpoint import benchmark_json
@@ -63,13 +63,6 @@ ORDER BY ?pos ?item"""
 
 # A filtered page reads every question text of the benchmark (about 1.4 s at 100k questions:
 # pyoxigraph has no text index); the page then fetches its 100 rows as an unfiltered one does.
-_MATCHES = """
-SELECT ?item ?pos WHERE {
-  ?item schema:item ?q . ?q schema:text ?text FILTER(CONTAINS(LCASE(?text), LCASE(%s)))
-  OPTIONAL { ?item karenina:position ?pos }
-}
-ORDER BY ?pos ?item"""
-
 # The id and hash are written into the patterns as terms: bound by a VALUES block, pyoxigraph
 # scans every identifier before it joins (3.6 s at 100k questions against under a millisecond),
 # and each branch of the UNION carries its whole pattern for the same reason.
@@ -215,19 +208,22 @@ def benchmark_header(store: Store, bench: str, graph: ox.NamedNode, questions: i
 
 
 def question_table(store: Store, bench: str, graph: ox.NamedNode, page: int, needle: str) -> QuestionTable:
-    """One page of the questions table, in checkpoint order, optionally only those whose text
-    contains ``needle`` (ignoring case)."""
+    """One page of the questions table: in checkpoint order, or, with a search (``needle``), the
+    questions it finds in the full-text index (text, answer, keywords, template), best first."""
     items_prefix = bench + "/items/"
     if needle:
-        matches = [
-            (term_value(s["item"]), s["pos"])
-            for s in _query(store, _MATCHES % ox.Literal(needle), default_graph=graph)
-            if term_value(s["item"]).startswith(items_prefix)
-        ]
-        total = len(matches)
-        pages, page = _pages(total, page)
-        chosen = matches[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
-        return QuestionTable(_rows_for_items(store, graph, [i for i, _ in chosen]), total, page, pages, needle)
+        try:
+            found = store.search_text(needle, benchmarks=[bench], limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+            pages, clamped = _pages(found.total, page)
+            if clamped != page:  # past the last page: show the last one
+                found = store.search_text(needle, benchmarks=[bench], limit=PAGE_SIZE, offset=(clamped - 1) * PAGE_SIZE)
+        except InvalidValueError:  # nothing to search for in what was typed ("?!")
+            return QuestionTable([], 0, 1, 1, needle)
+        questions = bench + "/questions/"  # item and question share their id segment (rdf._ids)
+        items = [items_prefix + h.iri[len(questions) :] for h in found.hits if h.iri.startswith(questions)]
+        by_item = {r.iri: r for r in _rows_for_items(store, graph, items)}
+        rows = [by_item[h.iri] for h in found.hits if h.iri in by_item]  # the search's order
+        return QuestionTable(rows, found.total, clamped, pages, needle)
     total = question_count(store, bench, graph)
     pages, page = _pages(total, page)
     start = (page - 1) * PAGE_SIZE
