@@ -35,6 +35,7 @@ from karenina_rdf._errors import (
 from karenina_rdf.authoring import Benchmark as AuthoringBenchmark
 from karenina_rdf.results import canonical_key, export_run, resolve_run, run_summary
 
+from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
 from ._generate import GeneratedTemplate, generate_one
 from ._models import INTERFACES, Transport
 from ._pipeline import SandboxLike
@@ -540,6 +541,11 @@ class Benchmark(AuthoringBenchmark):
                 concurrency=plan.concurrency,
                 rubric_strategy=plan.rubric_strategy,  # type: ignore[arg-type]
                 few_shot=plan.few_shot,
+                few_shot_config=plan.few_shot_config,
+                prompt_config=plan.prompt_config,
+                abstention_enabled=plan.abstention,
+                sufficiency_enabled=plan.sufficiency,
+                deep_judgment=plan.deep_judgment,
                 run_name=run_name,
             )
         except ValidationError as exc:
@@ -778,14 +784,10 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 _UNSUPPORTED_DEFAULTS: dict[str, Any] = {
     "parsing_only": False,
     "rubric_trait_names": None,
-    "abstention_enabled": False,
-    "sufficiency_enabled": False,
     "embedding_check_enabled": False,
-    "deep_judgment_mode": "disabled",
     "deep_judgment_rubric_mode": "disabled",
     "deep_judgment_rubric_config": None,
     "deep_judgment_search_enabled": False,
-    "prompt_config": None,
     "agentic_parsing": False,
     "db_config": None,
     "replay_store": None,
@@ -811,6 +813,11 @@ class VerificationPlan:
     replicates: int = 1
     rubric_strategy: str = "batch"
     few_shot: bool = False
+    few_shot_config: FewShotConfig | None = None  # Karenina's, when it asks more than "all"
+    prompt_config: PromptConfig | None = None
+    abstention: bool = False
+    sufficiency: bool = False
+    deep_judgment: DeepJudgmentConfig = field(default_factory=DeepJudgmentConfig)
     concurrency: int = 2
     base_url: str | None = None
 
@@ -843,6 +850,11 @@ def verification_plan(store: Any, config: Any, async_enabled: bool | None) -> Ve
         replicates=int(_get(config, "replicate_count", 1) or 1),
         rubric_strategy=strategy,
         few_shot=_few_shot(_get(config, "few_shot_config")),
+        few_shot_config=_few_shot_config(_get(config, "few_shot_config")),
+        prompt_config=_as_model(PromptConfig, _get(config, "prompt_config"), "prompt_config"),
+        abstention=bool(_get(config, "abstention_enabled", False)),
+        sufficiency=bool(_get(config, "sufficiency_enabled", False)),
+        deep_judgment=_deep_judgment(config),
         concurrency=_concurrency(enabled, workers),
         # The run's stored configuration has one server for all its models (resume rebuilds
         # them from it): kept when the models share one.
@@ -887,20 +899,46 @@ def _concurrency(enabled: bool | None, workers: Any) -> int:
 
 
 def _few_shot(cfg: Any) -> bool:
-    """Karenina's FewShotConfig: off, or each question's own examples, all of them."""
-    if cfg is None or _get(cfg, "source", "both") == "disabled" or not _get(cfg, "enabled", True):
-        return False
-    if (
-        _get(cfg, "pool_mode", "all") != "all"
-        or _get(cfg, "question_configs")
-        or _get(cfg, "global_examples")
-        or _get(cfg, "source", "both") == "global"
-    ):
-        raise InvalidValueError(
-            "VerificationConfig.few_shot_config: only each question's own examples, all of them "
-            "(pool_mode='all', no global examples or per-question configs) are supported here"
-        )
-    return True
+    """Whether Karenina's FewShotConfig asks for examples at all."""
+    return not (cfg is None or _get(cfg, "source", "both") == "disabled" or not _get(cfg, "enabled", True))
+
+
+def _few_shot_config(cfg: Any) -> FewShotConfig | None:
+    """Karenina's FewShotConfig (any source, pool mode and per-question config) as the runner's."""
+    if not _few_shot(cfg):
+        return None
+    config: FewShotConfig = _as_model(FewShotConfig, cfg, "few_shot_config")
+    return config
+
+
+def _as_model(model: Any, value: Any, name: str) -> Any:
+    """A Karenina config object (duck-typed: its ``model_dump()``, or a dict) as ours; a field we
+    do not have is refused, naming it, never dropped."""
+    if value is None:
+        return None
+    data = value.model_dump() if hasattr(value, "model_dump") else value
+    if not isinstance(data, dict):
+        raise InvalidTypeError(f"VerificationConfig.{name} must be a {model.__name__} or a dict of its fields")
+    data = {k: v for k, v in data.items() if not (k == "enabled" and v is True)}  # an old switch, on
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise InvalidValueError(f"VerificationConfig.{name}: {validation_message(exc)}") from None
+
+
+def _deep_judgment(config: Any) -> DeepJudgmentConfig:
+    """Karenina's template deep-judgment settings (deep_judgment_*) as the runner's."""
+    fields = {
+        "mode": ("deep_judgment_mode", "disabled"),
+        "max_excerpts_per_attribute": ("deep_judgment_max_excerpts_per_attribute", None),
+        "fuzzy_match_threshold": ("deep_judgment_fuzzy_match_threshold", None),
+        "excerpt_retry_attempts": ("deep_judgment_excerpt_retry_attempts", None),
+    }
+    given = {ours: _get(config, theirs, default) for ours, (theirs, default) in fields.items()}
+    try:
+        return DeepJudgmentConfig.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise InvalidValueError(f"VerificationConfig.deep_judgment_*: {validation_message(exc)}") from None
 
 
 def _model_base_url(m: Any) -> str | None:

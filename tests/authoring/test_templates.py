@@ -355,8 +355,13 @@ def _config(**extra: Any) -> dict[str, Any]:
     [
         (_config(), {"sink": object()}, InvalidValueError, "sink is not supported"),
         (None, {}, InvalidTypeError, "config must be a VerificationConfig"),
-        (_config(abstention_enabled=True), {}, InvalidValueError, r"VerificationConfig\.abstention_enabled=True"),
-        (_config(deep_judgment_mode="enabled"), {}, InvalidValueError, r"VerificationConfig\.deep_judgment_mode"),
+        (
+            _config(deep_judgment_search_enabled=True),
+            {},
+            InvalidValueError,
+            r"VerificationConfig\.deep_judgment_search_enabled=True",
+        ),
+        (_config(deep_judgment_mode="enabled"), {}, InvalidValueError, r"VerificationConfig\.deep_judgment_\*: mode"),
         (_config(db_config={"x": 1}), {}, InvalidValueError, r"VerificationConfig\.db_config"),
         (
             {
@@ -368,7 +373,7 @@ def _config(**extra: Any) -> dict[str, Any]:
             r"answering_models\[0\]: interface 'manual'",
         ),
         (
-            _config(few_shot_config={"pool_mode": "k-shot"}),
+            _config(few_shot_config={"pool_mode": "k-shot", "pool_size": 2}),
             {},
             InvalidValueError,
             r"VerificationConfig\.few_shot_config",
@@ -620,3 +625,53 @@ def test_extend_rubric_grades_the_stored_answers_with_the_rubric_set_since() -> 
             b.extend_rubric(merged, config, sandbox=sandbox)
         unstored = b.extend_rubric(prior, config, store=False, sandbox=sandbox)
         assert unstored.results == merged.results and len(store.runs()) == 2
+
+
+@pytest.mark.slow
+def test_run_verification_passes_karenina_s_stage_switches_to_the_runner() -> None:
+    """abstention_enabled, few_shot_config (k-shot), prompt_config and the deep-judgment settings
+    of Karenina's VerificationConfig reach the runner: the answering prompt carries one example
+    and the per-task instruction, the judge is asked the abstention check, the results record it."""
+    from karenina_rdf.runner import Sandbox
+
+    prompts: list[list[str]] = []
+    asked: list[list[str]] = []
+
+    def answers(request: ChatRequest) -> str:
+        prompts.append([m.content for m in request.messages])
+        return _answers(request)
+
+    def judge(request: ChatRequest) -> str:
+        props = sorted((request.json_schema or {}).get("properties", {}))
+        asked.append(props)
+        if "abstention_detected" in props:
+            return json.dumps({"abstention_detected": False, "reasoning": "it names a city"})
+        return _judge(request)
+
+    answerer = ModelSpec(FunctionProvider(answers), "fake-a", "claude_tool", spec="anthropic:fake-a")
+    judge_model = ModelSpec(FunctionProvider(judge), "fake-j", "claude_tool", spec="anthropic:fake-j")
+    examples = [
+        {"question": "Capital of Italy?", "answer": "Rome"},
+        {"question": "Capital of Spain?", "answer": "Madrid"},
+    ]
+    config = {
+        "answering_models": [answerer],
+        "parsing_models": [judge_model],
+        "abstention_enabled": True,
+        "few_shot_config": {"pool_mode": "k-shot", "pool_k": 1},
+        "prompt_config": {"generation": "Answer in one word."},
+        "deep_judgment_fuzzy_match_threshold": 0.9,
+    }
+    with Store.memory() as store, Sandbox(workers=1) as sandbox:
+        b = Benchmark.create("switches", store=store)
+        b.add_question(
+            "What is the capital of France?", "Paris", T_CAPITAL, question_id="q0", few_shot_examples=examples
+        )
+        (row,) = b.run_verification(config, sandbox=sandbox).results
+    system, user = prompts[0][0], prompts[0][-1]
+    assert system.endswith("Answer in one word.")
+    assert sum(e["question"] in user for e in examples) == 1
+    assert ["abstention_detected", "reasoning"] in asked
+    assert (row["metadata"]["few_shot_enabled"], row["metadata"]["few_shot_example_count"]) == (True, 1)
+    assert row["template"]["abstention_check_performed"] is True
+    assert row["template"]["abstention_reasoning"] == "it names a city"
