@@ -407,13 +407,7 @@ class Benchmark(AuthoringBenchmark):
             )
         plan = verification_plan(self.store, config, async_enabled)
         _check_extension(rows, plan, _get(config, "replicate_count", 1) or 1)
-        names = {r["metadata"].get("run_name") for r in rows} - {None}
-        if len(names) > 1:
-            raise InvalidValueError(
-                f"prior_results rows carry inconsistent run_names ({sorted(names)}); "
-                "pass run_name= explicitly to extend_template"
-            )
-        prior_name = next(iter(names), None)
+        prior_name = _run_name_of(rows, "extend_template")
         if run_name is not None and run_name != prior_name:
             # Karenina restamps the merged rows; here they are stored, and the run keeps its name.
             raise InvalidValueError(
@@ -461,7 +455,7 @@ class Benchmark(AuthoringBenchmark):
         plan = verification_plan(self.store, config, async_enabled)
         _check_same_shape(rows, plan, _get(config, "replicate_count", 1) or 1)
         self._check_rubric_for(sorted({r["metadata"]["question_id"] for r in rows}))
-        effective_name = run_name or _run_name_of(rows, "extend_rubric")
+        effective_name = run_name or _run_name_of(rows, "extend_rubric") or "extend_rubric"
         ids = list(question_ids) if question_ids is not None else sorted({r["metadata"]["question_id"] for r in rows})
         options = RunOptions(
             mode="rubric_only",
@@ -579,13 +573,14 @@ def _prior_rows(prior_results: Any) -> tuple[str, list[dict[str, Any]]]:
     return run_id, rows
 
 
-def _run_name_of(rows: list[dict[str, Any]], member: str) -> str:
+def _run_name_of(rows: list[dict[str, Any]], member: str) -> str | None:
+    """The run name the prior rows share (Karenina's _infer_run_name); several are refused."""
     names = {r["metadata"].get("run_name") for r in rows} - {None}
     if len(names) > 1:
         raise InvalidValueError(
             f"prior_results rows carry inconsistent run_names ({sorted(names)}); pass run_name= explicitly to {member}"
         )
-    return next(iter(names), None) or "extend_rubric"
+    return next(iter(names), None)
 
 
 def _check_same_shape(rows: list[dict[str, Any]], plan: VerificationPlan, replicate_count: int) -> None:
