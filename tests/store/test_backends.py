@@ -6,6 +6,8 @@ server started on 127.0.0.1 for the session (tests/helpers/servers.py) and empti
 
 from __future__ import annotations
 
+import math
+import re
 import socket
 import threading
 from collections import Counter
@@ -80,6 +82,7 @@ def test_a_refused_import_leaves_the_store_as_it_was(backend: Backend, monkeypat
 
 
 _BOOLEAN = "http://www.w3.org/2001/XMLSchema#boolean"
+_FLOAT = re.compile(r"-?\d+\.\d+(?:[eE][-+]?\d+)?")
 
 
 def _cell(term: Any) -> str | None:
@@ -89,6 +92,22 @@ def _cell(term: Any) -> str | None:
     if isinstance(term, ox.Literal) and term.datatype.value == _BOOLEAN:
         return {"true": "1", "false": "0"}.get(term.value, term.value)
     return str(term.value)
+
+
+def _doubles_close(a: Counter[tuple[str | None, ...]], b: Counter[tuple[str | None, ...]]) -> bool:
+    """Rows equal but for doubles, which agree to 1 part in 10^4: Virtuoso writes a double with
+    fewer digits than pyoxigraph (a bm25 score 1.82949 for 1.8294889371738021)."""
+
+    def split(row: tuple[str | None, ...]) -> tuple[tuple[str | None, ...], tuple[float, ...]]:
+        text = tuple(c if c is None or not _FLOAT.fullmatch(c) else "<double>" for c in row)
+        return text, tuple(float(c) for c in row if c is not None and _FLOAT.fullmatch(c))
+
+    left = sorted(split(r) for r in a.elements())
+    right = sorted(split(r) for r in b.elements())
+    return len(left) == len(right) and all(
+        lt == rt and all(math.isclose(x, y, rel_tol=1e-4) for x, y in zip(lf, rf, strict=True))
+        for (lt, lf), (rt, rf) in zip(left, right, strict=True)
+    )
 
 
 def _normalised(result: Any) -> Counter[tuple[str | None, ...]]:
@@ -115,7 +134,8 @@ def test_named_queries_give_the_same_rows_everywhere(backend: Backend, reference
     s.import_paths([EXAMPLES])
     s.import_checkpoint(_variant_doc(), validate=False)  # blank, missing and default templates
     for name, params, _, _ in CASES:
-        assert _normalised(s.query(name, **params)) == _normalised(reference.query(name, **params)), name
+        got, want = _normalised(s.query(name, **params)), _normalised(reference.query(name, **params))
+        assert got == want or _doubles_close(got, want), name
 
 
 def test_readiness_is_the_same_everywhere(backend: Backend) -> None:
