@@ -70,8 +70,7 @@ class BenchmarkCore:
     def _apply(self, *updates: str | None) -> None:
         body = " ;\n".join(u for u in updates if u)
         if body:
-            self.store.oxigraph.update(body)
-            self.store.mark_edited(self.iri)
+            self.store.edit(self.iri, body)
 
     def _header_update(self, header: dict[str, Any]) -> str | None:
         graph = self._graph

@@ -328,8 +328,15 @@ class GraphStore:
         self.catalog.mark_pending(graph, False)
 
     def mark_edited(self, bench: str) -> None:
-        """Forget the content hash of a benchmark changed in place (re-import then replaces it)."""
+        """Forget the content hash of a benchmark changed in place (re-import then replaces it)
+        and its recorded validation."""
         self.catalog.forget_hashes(bench)
+
+    def edit(self, bench: str, sparql_update: str) -> None:
+        """Run a SPARQL update that changes ``bench`` in place, forgetting its content hashes and
+        recorded validation in the same request: no crash or concurrent validation can leave a
+        record of the triples as they were."""
+        self._ox.update(self.catalog.forget_update(bench) + " ;\n" + sparql_update)
 
     # -- lookups ---------------------------------------------------------------------------
     def benchmarks(self) -> list[BenchmarkSummary]:
@@ -524,7 +531,12 @@ class GraphStore:
     def update_graph(self, sparql_update: str, *, base_iri: str | None = None) -> None:
         """Run a SPARQL update on the store (relative IRIs resolved against ``base_iri``). The
         stored benchmarks may no longer match the files they came from, so every content hash is
-        forgotten: the next import of a file replaces."""
+        forgotten: the next import of a file replaces. So is every recorded validation, before
+        the update too (a validation recorded between the update and the forgetting would
+        describe the triples as they were)."""
+        benches = list(self.catalog.benchmarks())
+        for bench in benches:
+            self.mark_edited(bench)
         try:
             self._ox.update(sparql_update, base_iri=base_iri)
         except SyntaxError as exc:
