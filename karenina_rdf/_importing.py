@@ -220,14 +220,17 @@ def _publish(
         readiness=modes,
     )
     if old_graph is not None and store.catalog.value(bench, CONTENT_HASH) == digest:
-        store.drop_graph(graph)  # same triples from different bytes: keep what is stored
+        # Same triples from different bytes: keep what is stored.
+        store.drop_graph(graph, size=mapped.sink.count)
         return ImportResult(status="unchanged", **result)  # type: ignore[arg-type]
     hashes = [(CONTENT_HASH, json.dumps(digest)), *(validated or [])]
     if file_hash is not None:
         hashes.append((FILE_HASH, json.dumps(file_hash)))
+    old_size = store.catalog.value(bench, TRIPLE_COUNT) if old_graph is not None else None
     store.catalog.publish(bench, GRAPH, graph, source=mapped.source, triples=mapped.sink.count, extra=hashes)
     if old_graph is not None:
-        store.retire(old_graph)  # unpublished now; marked until it is gone
+        # Unpublished now; marked until it is gone.
+        store.retire(old_graph, size=int(old_size) if old_size is not None else None)
     return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
 
 

@@ -1,0 +1,148 @@
+"""Whole-process CLI timings of import, `validate --stored`, export and delete, for this tree and
+a baseline tree, alternated in the same run, beside Karenina's own `Benchmark.load` and `save`
+(issue 20, point 3).
+
+    python benchmarks/bench_speed.py --sizes 20000 --rounds 2
+    python benchmarks/bench_speed.py --sizes 100000 --rounds 1 --baseline main
+
+The baseline is `git archive <ref>` of this repository unpacked in a temporary folder. Every step
+is a fresh `karenina-rdf` process (interpreter start and imports included, as a user waits for
+it), run with PYTHONPATH set to the tree under test; the two trees take turns, the first one
+alternating by round, so a load that drifts during the run touches both. Inputs come from
+`generate.py` (seed 0). Karenina runs in its own venv (tests/helpers/karenina_ref.py builds it):
+`load` is timed as a whole process too; `save` in process, after its load. Print `uptime` beside
+the figures: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+KARENINA_VENVS = Path(os.environ.get("KARENINA_RDF_CACHE") or Path.home() / ".cache" / "karenina-rdf")
+CLI = "import sys; from karenina_rdf.cli import main; sys.argv[0] = 'karenina-rdf'; main()"
+
+
+def karenina_python() -> Path | None:
+    found = sorted(KARENINA_VENVS.glob("venv-*/bin/python"))
+    return found[-1] if found else None
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
+    start = time.perf_counter()
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    took = time.perf_counter() - start
+    if proc.returncode not in (0, 1):  # validate exits 1 for a benchmark that does not conform
+        raise SystemExit(f"{' '.join(cmd[:4])}… failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
+    return took, proc.stdout
+
+
+def ours(tree: Path, checkpoint: Path, work: Path) -> dict[str, float]:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    env.pop("KARENINA_RDF_STORE", None)
+    store = work / "store"
+    shutil.rmtree(store, ignore_errors=True)
+    cli = [sys.executable, "-c", CLI]
+    out: dict[str, float] = {}
+    out["import"], _ = timed([*cli, "import", str(checkpoint), "--store", str(store)], env)
+    out["validate --stored"], _ = timed([*cli, "validate", "--stored", "--store", str(store)], env)
+    out["validate --stored (again)"], _ = timed([*cli, "validate", "--stored", "--store", str(store)], env)
+    name = _name(checkpoint)
+    out["export"], _ = timed([*cli, "export", name, "-o", str(work / "out.jsonld"), "--store", str(store)], env)
+    out["delete"], _ = timed([*cli, "delete", name, "--store", str(store)], env)
+    shutil.rmtree(store, ignore_errors=True)
+    return out
+
+
+def _name(checkpoint: Path) -> str:
+    import json
+
+    with open(checkpoint, encoding="utf-8") as fh:
+        head = fh.read(4096)
+    # The generator writes the benchmark's name near the top; reading the whole file is not needed.
+    key = '"name": '
+    at = head.index(key) + len(key)
+    return str(json.JSONDecoder().raw_decode(head[at:])[0])
+
+
+def karenina(python: Path, checkpoint: Path, work: Path) -> dict[str, float]:
+    load_script = f"from karenina import Benchmark; Benchmark.load({str(checkpoint)!r})"
+    save_script = (
+        "import time; from karenina import Benchmark; "
+        f"b = Benchmark.load({str(checkpoint)!r}); t = time.perf_counter(); "
+        f"b.save({str(work / 'karenina-out.jsonld')!r}); print(time.perf_counter() - t)"
+    )
+    load, _ = timed([str(python), "-c", load_script])
+    _, printed = timed([str(python), "-c", save_script])
+    return {"load": load, "save": float(printed.strip().splitlines()[-1])}
+
+
+def baseline_tree(ref: str, into: Path) -> Path:
+    archive = subprocess.run(["git", "-C", str(ROOT), "archive", ref], capture_output=True, check=True).stdout
+    into.mkdir(parents=True)
+    subprocess.run(["tar", "-x", "-C", str(into)], input=archive, check=True)
+    return into
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--sizes", default="20000")
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--baseline", default="main", help="git ref of the baseline tree")
+    parser.add_argument("--workdir", type=Path, default=None)
+    args = parser.parse_args()
+    kpython = karenina_python()
+    with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
+        work = Path(tmp)
+        trees = {"baseline": baseline_tree(args.baseline, work / "baseline"), "this tree": ROOT}
+        print(f"uptime at start: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+        for n in (int(s) for s in args.sizes.split(",")):
+            checkpoint = work / f"bench{n}.jsonld"
+            subprocess.run(
+                [sys.executable, str(ROOT / "benchmarks" / "generate.py"), str(n), str(checkpoint)], check=True
+            )
+            times: dict[str, dict[str, list[float]]] = {name: {} for name in [*trees, "Karenina"]}
+            for r in range(args.rounds):
+                order = list(trees) if r % 2 == 0 else list(reversed(trees))
+                for name in order:
+                    for step, took in ours(trees[name], checkpoint, work / name.replace(" ", "-")).items():
+                        times[name].setdefault(step, []).append(took)
+                if kpython is not None:
+                    for step, took in karenina(kpython, checkpoint, work).items():
+                        times["Karenina"].setdefault(step, []).append(took)
+            report(n, times)
+        print(f"uptime at end: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
+
+
+def report(n: int, times: dict[str, dict[str, list[float]]]) -> None:
+    def med(name: str, step: str) -> float | None:
+        got = times.get(name, {}).get(step)
+        return statistics.median(got) if got else None
+
+    k_load, k_save = med("Karenina", "load"), med("Karenina", "save")
+    print(f"\n### N = {n:,} questions (median of {len(times['this tree']['import'])} rounds, seconds)\n")
+    print("| step | baseline | this tree | this ÷ baseline | Karenina | this ÷ Karenina |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for step in times["this tree"]:
+        base, this = med("baseline", step), med("this tree", step)
+        assert base is not None and this is not None
+        ref = {"import": k_load, "export": k_save}.get(step)
+        ref_cells = f"{ref:.2f} ({'load' if step == 'import' else 'save'}) | {this / ref:.2f}×" if ref else " | "
+        print(f"| {step} | {base:.2f} | {this:.2f} | {this / base:.2f}× | {ref_cells} |")
+    imp = med("this tree", "import")
+    dele = med("this tree", "delete")
+    if imp and dele:
+        print(f"\ndelete ÷ import (this tree): {dele / imp:.2f}×")
+    print("raw:", {name: {s: [round(x, 2) for x in v] for s, v in steps.items()} for name, steps in times.items()})
+
+
+if __name__ == "__main__":
+    main()
