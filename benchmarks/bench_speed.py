@@ -5,7 +5,8 @@ a baseline tree, alternated in the same run, beside Karenina's own `Benchmark.lo
     python benchmarks/bench_speed.py --sizes 20000 --rounds 2
     python benchmarks/bench_speed.py --sizes 100000 --rounds 1 --baseline main
 
-The baseline is `git archive <ref>` of this repository unpacked in a temporary folder. Every step
+The baseline is `git archive <ref>` of this repository unpacked in a temporary folder, and so is
+the tree measured (`--this`, default HEAD: commit first), so edits made while it runs do not count. Every step
 is a fresh `karenina-rdf` process (interpreter start and imports included, as a user waits for
 it), run with PYTHONPATH set to the tree under test; the two trees take turns, the first one
 alternating by round, so a load that drifts during the run touches both. Inputs come from
@@ -38,7 +39,9 @@ def karenina_python() -> Path | None:
 
 def timed(cmd: list[str], env: dict[str, str] | None = None) -> tuple[float, str]:
     start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False)
+    # Not in this repository's folder: `python -c` puts the working directory first on sys.path,
+    # before PYTHONPATH, and the baseline would import this tree.
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=tempfile.gettempdir())
     took = time.perf_counter() - start
     if proc.returncode not in (0, 1):  # validate exits 1 for a benchmark that does not conform
         raise SystemExit(f"{' '.join(cmd[:4])}… failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -52,6 +55,8 @@ def ours(tree: Path, checkpoint: Path, work: Path) -> dict[str, float]:
     shutil.rmtree(store, ignore_errors=True)
     cli = [sys.executable, "-c", CLI]
     out: dict[str, float] = {}
+    where = "import karenina_rdf; print(karenina_rdf.__file__)"
+    assert timed([sys.executable, "-c", where], env)[1].startswith(str(tree)), f"{tree} is not the one imported"
     out["import"], _ = timed([*cli, "import", str(checkpoint), "--store", str(store)], env)
     out["validate --stored"], _ = timed([*cli, "validate", "--stored", "--store", str(store)], env)
     out["validate --stored (again)"], _ = timed([*cli, "validate", "--stored", "--store", str(store)], env)
@@ -97,12 +102,16 @@ def main() -> None:
     parser.add_argument("--sizes", default="20000")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--baseline", default="main", help="git ref of the baseline tree")
+    parser.add_argument("--this", default="HEAD", help="git ref of the tree measured (frozen while it runs)")
     parser.add_argument("--workdir", type=Path, default=None)
     args = parser.parse_args()
     kpython = karenina_python()
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
         work = Path(tmp)
-        trees = {"baseline": baseline_tree(args.baseline, work / "baseline"), "this tree": ROOT}
+        trees = {
+            "baseline": baseline_tree(args.baseline, work / "baseline"),
+            "this tree": baseline_tree(args.this, work / "this"),
+        }
         print(f"uptime at start: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
         for n in (int(s) for s in args.sizes.split(",")):
             checkpoint = work / f"bench{n}.jsonld"
