@@ -70,6 +70,24 @@ def ours(tree: Path, checkpoint: Path, work: Path) -> dict[str, float]:
     return out
 
 
+def shared(tree: Path, checkpoint: Path, work: Path) -> dict[str, float]:
+    """Replacing and deleting a benchmark in a store that holds a second one of the same size
+    (the store cannot simply be cleared): import A and B, replace A by a changed file, delete A."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    env.pop("KARENINA_RDF_STORE", None)
+    store = work / "store"
+    shutil.rmtree(store, ignore_errors=True)
+    cli = [sys.executable, "-c", CLI]
+    other, changed = work.parent / "other.jsonld", work.parent / "changed.jsonld"
+    out: dict[str, float] = {}
+    out["import A"], _ = timed([*cli, "import", str(checkpoint), "--store", str(store)], env)
+    out["import B (another, same size)"], _ = timed([*cli, "import", str(other), "--store", str(store)], env)
+    out["replace A (a changed file)"], _ = timed([*cli, "import", str(changed), "--store", str(store)], env)
+    out["delete A (B stays)"], _ = timed([*cli, "delete", _name(checkpoint), "--store", str(store)], env)
+    shutil.rmtree(store, ignore_errors=True)
+    return out
+
+
 def _name(checkpoint: Path) -> str:
     import json
 
@@ -107,6 +125,12 @@ def main() -> None:
     parser.add_argument("--baseline", default="main", help="git ref of the baseline tree")
     parser.add_argument("--this", default="HEAD", help="git ref of the tree measured (frozen while it runs)")
     parser.add_argument("--workdir", type=Path, default=None)
+    parser.add_argument(
+        "--scenario",
+        choices=("single", "shared"),
+        default="single",
+        help="single: one benchmark, every step; shared: replace and delete beside a second benchmark",
+    )
     args = parser.parse_args()
     kpython = karenina_python()
     with tempfile.TemporaryDirectory(dir=args.workdir) as tmp:
@@ -125,9 +149,10 @@ def main() -> None:
             for r in range(args.rounds):
                 order = list(trees) if r % 2 == 0 else list(reversed(trees))
                 for name in order:
-                    for step, took in ours(trees[name], checkpoint, work / name.replace(" ", "-")).items():
+                    steps = ours if args.scenario == "single" else shared
+                    for step, took in steps(trees[name], checkpoint, work / ("run-" + name.replace(" ", "-"))).items():
                         times[name].setdefault(step, []).append(took)
-                if kpython is not None:
+                if kpython is not None and args.scenario == "single":
                     for step, took in karenina(kpython, checkpoint, work).items():
                         times["Karenina"].setdefault(step, []).append(took)
             report(n, times)
@@ -140,7 +165,8 @@ def report(n: int, times: dict[str, dict[str, list[float]]]) -> None:
         return statistics.median(got) if got else None
 
     k_load, k_save = med("Karenina", "load"), med("Karenina", "save")
-    print(f"\n### N = {n:,} questions (median of {len(times['this tree']['import'])} rounds, seconds)\n")
+    rounds = len(next(iter(times["this tree"].values())))
+    print(f"\n### N = {n:,} questions (median of {rounds} rounds, seconds)\n")
     print("| step | baseline | this tree | this ÷ baseline | Karenina | this ÷ Karenina |")
     print("|---|---:|---:|---:|---:|---:|")
     for step in times["this tree"]:
