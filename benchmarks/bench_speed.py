@@ -142,9 +142,13 @@ def main() -> None:
         print(f"uptime at start: {subprocess.run(['uptime'], capture_output=True, text=True).stdout.strip()}")
         for n in (int(s) for s in args.sizes.split(",")):
             checkpoint = work / f"bench{n}.jsonld"
-            subprocess.run(
-                [sys.executable, str(ROOT / "benchmarks" / "generate.py"), str(n), str(checkpoint)], check=True
-            )
+            generate = [sys.executable, str(ROOT / "benchmarks" / "generate.py"), str(n)]
+            subprocess.run([*generate, str(checkpoint)], check=True)
+            if args.scenario == "shared":
+                subprocess.run([*generate, str(work / "other.jsonld"), "--seed", "1"], check=True)
+                text = checkpoint.read_text(encoding="utf-8")
+                changed = text.replace('"description": "', '"description": "Changed. ', 1)  # new content hash
+                (work / "changed.jsonld").write_text(changed, encoding="utf-8")
             times: dict[str, dict[str, list[float]]] = {name: {} for name in [*trees, "Karenina"]}
             for r in range(args.rounds):
                 order = list(trees) if r % 2 == 0 else list(reversed(trees))
