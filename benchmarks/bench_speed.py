@@ -65,6 +65,8 @@ def ours(tree: Path, checkpoint: Path, work: Path) -> dict[str, float]:
     out["validate --stored (again)"], _ = timed(validate, env, ok=(0, 1))
     name = _name(checkpoint)
     out["export"], _ = timed([*cli, "export", name, "-o", str(work / "out.jsonld"), "--store", str(store)], env)
+    changed = work.parent / "changed.jsonld"
+    out["replace (a changed file)"], _ = timed([*cli, "import", str(changed), "--store", str(store)], env)
     out["delete"], _ = timed([*cli, "delete", name, "--store", str(store)], env)
     shutil.rmtree(store, ignore_errors=True)
     return out
@@ -146,9 +148,10 @@ def main() -> None:
             subprocess.run([*generate, str(checkpoint)], check=True)
             if args.scenario == "shared":
                 subprocess.run([*generate, str(work / "other.jsonld"), "--seed", "1"], check=True)
-                text = checkpoint.read_text(encoding="utf-8")
-                changed = text.replace('"description": "', '"description": "Changed. ', 1)  # new content hash
-                (work / "changed.jsonld").write_text(changed, encoding="utf-8")
+            text = checkpoint.read_text(encoding="utf-8")
+            changed = text.replace('"description": "', '"description": "Changed. ', 1)  # a new content hash
+            (work / "changed.jsonld").write_text(changed, encoding="utf-8")
+            del text, changed
             times: dict[str, dict[str, list[float]]] = {name: {} for name in [*trees, "Karenina"]}
             for r in range(args.rounds):
                 order = list(trees) if r % 2 == 0 else list(reversed(trees))
