@@ -126,6 +126,11 @@ class GraphStore:
     """A karenina-rdf store as storage: on disk at ``path`` (created if missing), in memory when
     ``path`` is None, or on a SPARQL server. ``karenina_rdf.Store`` adds the import pipeline."""
 
+    # Whether a big graph may be dropped by clearing the store and loading back what stays
+    # (drop_graph): the store is empty for a moment, so a process whose other threads read it
+    # while it writes (the endpoint) sets this to False.
+    drop_by_rebuilding = True
+
     def __init__(
         self, path: str | Path | None = None, *, base_iri: str | None = None, remote: RemoteStore | None = None
     ) -> None:
@@ -292,7 +297,7 @@ class GraphStore:
         if self.remote is not None:
             self.remote.drop_graph(graph)  # one DROP on a server; pyoxigraph's removal is slow
             return
-        if size is not None and self.path is not None and self._rest_is_small(graph, size):
+        if size is not None and self.drop_by_rebuilding and self.path is not None and self._rest_is_small(graph, size):
             self._rebuild_without(graph)
             return
         # Removing quads is slow in pyoxigraph; batches keep each transaction small

@@ -13,6 +13,7 @@ import pytest
 
 from karenina_rdf import Store
 from karenina_rdf.store import _store as store_module
+from karenina_rdf.web import EndpointSettings, create_app
 from tests.conftest import EXAMPLES
 
 EXTRA = """INSERT DATA {
@@ -138,3 +139,18 @@ def test_replacing_the_only_benchmark_rebuilds(tmp_path: Path, monkeypatch: pyte
         assert calls == [old]
         assert old not in set(s.oxigraph.named_graphs())
         assert s.benchmarks()[0].questions == first.questions
+
+
+def test_the_endpoint_never_empties_the_store_it_serves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pages read the store on other threads while a delete runs: no rebuild there."""
+
+    def no_rebuild(self: object, graph: object) -> None:
+        raise AssertionError("the served store was cleared")
+
+    monkeypatch.setattr(store_module.GraphStore, "_rebuild_without", no_rebuild)
+    monkeypatch.setattr(store_module, "_REBUILD_RATIO", 1000)
+    with Store(tmp_path / "store") as s:
+        gone = s.import_checkpoint(EXAMPLES / "pharmacology.jsonld").iri
+        create_app(s, EndpointSettings(query_processes=False))
+        s.delete(gone)
+        assert s.benchmarks() == []
