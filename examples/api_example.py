@@ -28,7 +28,7 @@ qid = bench.add_question(
 )
 bench.add_question_rubric_trait(qid, RubricTrait.regex("names_ampk", r"\bAMPK\b", "Names AMPK"))
 print(qid, "has template:", bench.has_template(qid))
-print("medium questions:", [q.id for q in bench.filter_by_metadata("custom_metadata.difficulty", "medium")])
+print("medium questions:", [q["id"] for q in bench.filter_by_metadata("custom_metadata.difficulty", "medium")])
 
 # SPARQL across every benchmark: the same question (same MD5 of its text) in several benchmarks.
 rows = store.query("""

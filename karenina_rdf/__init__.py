@@ -4,10 +4,18 @@ from typing import TYPE_CHECKING, Any
 
 from karenina_rdf._importing import ImportReport, ImportResult
 from karenina_rdf._store import Store
-from karenina_rdf.authoring import Answer, AnswerTemplate, Benchmark, BenchmarkInfo, Question
-from karenina_rdf.checkpoint import CANONICAL_CONTEXT, RubricTrait, map_checkpoint, read_checkpoint
+from karenina_rdf.authoring import Answer, AnswerTemplate, BenchmarkInfo, Question
+from karenina_rdf.checkpoint import (
+    CANONICAL_CONTEXT,
+    DynamicRubric,
+    Rubric,
+    RubricTrait,
+    map_checkpoint,
+    read_checkpoint,
+)
 from karenina_rdf.rdf import KARENINA, SCHEMA, generate_question_id, question_md5_id, template_id
 from karenina_rdf.results import ResultsImport, RunSummary
+from karenina_rdf.runner import Benchmark  # the authoring handle and the members calling models
 from karenina_rdf.sparql import NamedQuery, QueryParam, named_queries
 from karenina_rdf.store import BenchmarkSummary
 from karenina_rdf.validation import BenchmarkReport, Finding, validate, validate_store
@@ -17,6 +25,7 @@ from ._errors import (
     BenchmarkNotFoundError,
     CheckpointError,
     DuplicateQuestionError,
+    FeatureUnavailableError,
     InvalidTypeError,
     InvalidValueError,
     KareninaRDFError,
@@ -25,6 +34,7 @@ from ._errors import (
     ProviderError,
     QueryNotFoundError,
     QuestionNotFoundError,
+    ScenarioNotFoundError,
     StoreError,
     VerificationError,
 )
@@ -56,7 +66,9 @@ __all__ = [
     "CANONICAL_CONTEXT",
     "CheckpointError",
     "DuplicateQuestionError",
+    "DynamicRubric",
     "EndpointSettings",
+    "FeatureUnavailableError",
     "Finding",
     "ImportReport",
     "ImportResult",
@@ -73,9 +85,11 @@ __all__ = [
     "Question",
     "QuestionNotFoundError",
     "ResultsImport",
+    "Rubric",
     "RubricTrait",
     "RunSummary",
     "SCHEMA",
+    "ScenarioNotFoundError",
     "Store",
     "StoreError",
     "VerificationError",

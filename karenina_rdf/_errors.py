@@ -7,6 +7,7 @@
     ├── NotFoundError (LookupError)
     │   ├── BenchmarkNotFoundError          no benchmark matches the reference
     │   ├── QuestionNotFoundError (KeyError, ValueError)  no question with that id
+    │   ├── ScenarioNotFoundError (KeyError)  no scenario with that name
     │   └── QueryNotFoundError              no named query or .rq file by that name
     ├── AmbiguousBenchmarkError (LookupError) a name matches several benchmarks
     ├── DuplicateQuestionError (ValueError)  a question id that already exists
@@ -14,6 +15,9 @@
     │   │                                    that does not parse, or an option this install cannot
     │   │                                    serve (pyshacl not installed)
     │   └── InvalidTypeError (TypeError)     an argument of a type the API does not take
+    ├── FeatureUnavailableError (ImportError) a Karenina feature karenina-rdf does not have
+    │                                        (GEPA optimisation), where Karenina raises ImportError
+    │                                        when its optional dependency is missing
     ├── StoreError                           the store (or its SPARQL server) cannot be opened, read
     │                                        or written
     └── VerificationError                    a run cannot start or go on (bad options, no tasks)
@@ -88,6 +92,13 @@ class QuestionNotFoundError(NotFoundError, KeyError, ValueError):
         return str(self.args[0]) if self.args else ""
 
 
+class ScenarioNotFoundError(NotFoundError, KeyError):
+    """No scenario with that name in the benchmark (Karenina raises KeyError here)."""
+
+    def __str__(self) -> str:  # KeyError would otherwise repr() the message
+        return str(self.args[0]) if self.args else ""
+
+
 class QueryNotFoundError(NotFoundError):
     """No named query (``queries/*.rq``) or query file by that name."""
 
@@ -107,6 +118,11 @@ class InvalidValueError(KareninaRDFError, ValueError):
 
 class InvalidTypeError(InvalidValueError, TypeError):
     """An argument of a type the API does not take (Karenina raises ``TypeError`` here)."""
+
+
+class FeatureUnavailableError(KareninaRDFError, ImportError):
+    """A member of Karenina's API whose machinery karenina-rdf does not have (``optimize``):
+    ``ImportError``, as Karenina raises when the optional dependency it needs is missing."""
 
 
 class StoreError(KareninaRDFError):

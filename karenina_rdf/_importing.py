@@ -29,9 +29,10 @@ from karenina_rdf.checkpoint import (
     read_json,
     without_lone_surrogates,
 )
-from karenina_rdf.results import ResultsImport, RunCheck, is_sqlite, looks_like_results
+from karenina_rdf.results import ResultsImport, RunCheck, is_results_store, is_sqlite, looks_like_results
 from karenina_rdf.results import import_results as _import_results_file
 from karenina_rdf.results import import_results_db as _import_results_db
+from karenina_rdf.results import import_results_store as _import_results_store
 from karenina_rdf.store import CONTENT_HASH, FILE_HASH, GRAPH, TRIPLE_COUNT, Generation, GraphStore
 from karenina_rdf.validation import (
     BenchmarkReport,
@@ -280,7 +281,27 @@ def import_results(
             f"{source} holds {len(found)} runs, all imported; use import_results_db to get each one's report"
         )
     check = _check_run(store) if validate else None
+    if is_results_store(source):
+        runs = _import_results_store(store, source, benchmark=benchmark, run_name=run, check=check)
+        if len(runs) == 1:
+            return runs[0]
+        raise InvalidValueError(  # the runs are imported; the caller asked for one result
+            f"{source} holds {len(runs)} runs, all imported; use import_results_store to get each one's report"
+        )
     return _import_results_file(store, source, benchmark=benchmark, run_id=run, check=check)
+
+
+def import_results_store(
+    store: GraphStore,
+    source: str | Path,
+    *,
+    benchmark: str | None = None,
+    run: str | None = None,
+    validate: bool = False,
+) -> list[ResultsImport]:
+    """``Store.import_results_store``: each run of a Karenina ``ResultsStore`` file, as an export."""
+    check = _check_run(store) if validate else None
+    return _import_results_store(store, source, benchmark=benchmark, run_name=run, check=check)
 
 
 def import_results_db(
@@ -304,7 +325,12 @@ def import_paths(store: GraphStore, paths: Iterable[str | Path], *, validate: bo
             continue
         try:
             if f in results:
-                report.results.extend(import_results_db(store, f) if is_sqlite(f) else [import_results(store, f)])
+                if is_sqlite(f):
+                    report.results.extend(import_results_db(store, f))
+                elif is_results_store(f):
+                    report.results.extend(import_results_store(store, f))
+                else:
+                    report.results.append(import_results(store, f))
             else:
                 report.imported.append(import_checkpoint(store, f, validate=validate))
         except CheckpointError as exc:

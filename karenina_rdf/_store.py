@@ -8,8 +8,17 @@ from pathlib import Path
 from typing import IO, Any
 
 from karenina_rdf import _importing
+from karenina_rdf._errors import InvalidValueError
 from karenina_rdf._importing import ImportReport, ImportResult
-from karenina_rdf.results import ResultsImport, RunSummary, delete_run, export_run, list_runs, resolve_run
+from karenina_rdf.results import (
+    ResultsImport,
+    RunSummary,
+    delete_run,
+    export_run,
+    export_run_db,
+    list_runs,
+    resolve_run,
+)
 from karenina_rdf.store import GraphStore
 
 
@@ -59,12 +68,26 @@ class Store(GraphStore):
         name), each atomic, as ``import_results`` imports an export."""
         return _importing.import_results_db(self, source, benchmark=benchmark, run=run)
 
+    def import_results_store(
+        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None, validate: bool = False
+    ) -> list[ResultsImport]:
+        """Import the runs of a Karenina ``ResultsStore`` file (``{"runs": {name: [result, …]}}``,
+        what ``ResultsStore.export_to_file`` writes; ``run`` picks one by name), each atomic and
+        stored under its run name, as ``import_results`` imports an export."""
+        return _importing.import_results_store(self, source, benchmark=benchmark, run=run, validate=validate)
+
     def runs(self) -> list[RunSummary]:
         """The stored verification runs, oldest first."""
         return list_runs(self)
 
     def export_results(self, run: str, target: str | Path | IO[str], *, format: str = "karenina-json") -> int:
-        """Write a run as a Karenina results export (format 2.2) or CSV; returns the row count."""
+        """Write a run as a Karenina results export (``karenina-json``, format 2.2), as Karenina's
+        CSV (``csv``) or into a Karenina results database (``karenina-db``: a SQLite file, created
+        when new, that Karenina's ``load_verification_results`` reads); returns the row count."""
+        if format == "karenina-db":
+            if not isinstance(target, str | Path):
+                raise InvalidValueError("karenina-db writes a database file: give its path, not a stream")
+            return export_run_db(self, run, target)
         return export_run(self, run, target, format)
 
     def resolve_run(self, run: str) -> str:

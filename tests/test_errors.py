@@ -139,7 +139,7 @@ CASES: list[tuple[str, Callable[[World], Any], type[KareninaRDFError], str]] = [
         "a template that is a number",
         lambda w: w.bench.add_answer_template(w.qid, 42),  # type: ignore[arg-type]
         InvalidTypeError,
-        r"template must be a string or a class, got int",
+        r"template must be a string or BaseAnswer subclass, got int",
     ),
     (
         "a template class without BaseAnswer",
@@ -244,7 +244,7 @@ CASES: list[tuple[str, Callable[[World], Any], type[KareninaRDFError], str]] = [
         "an unknown results format",
         lambda w: w.store.export_results("any", w.tmp / "out.xml", format="xml"),
         InvalidValueError,  # the format is checked before the run is looked up
-        r"unknown results format 'xml': karenina-json or csv",
+        r"unknown results format 'xml': karenina-json, csv or karenina-db",
     ),
     (
         "an unknown validation engine",

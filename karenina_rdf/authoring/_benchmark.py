@@ -7,9 +7,7 @@ importer's own rules and applied as a diff, so the authoring API and import cann
 
 from __future__ import annotations
 
-import inspect
 import re
-import textwrap
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,14 +16,12 @@ from typing import Any
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
-from karenina_rdf._errors import DuplicateQuestionError, InvalidTypeError, InvalidValueError, QuestionNotFoundError
+from karenina_rdf._errors import DuplicateQuestionError, InvalidTypeError, InvalidValueError
 from karenina_rdf._store import Store
 from karenina_rdf.checkpoint import (
     CANONICAL_CONTEXT,
     RubricTrait,
-    coerce_trait,
     default_template,
-    is_default_template,
     template_name,
 )
 from karenina_rdf.rdf import (
@@ -35,14 +31,19 @@ from karenina_rdf.rdf import (
     diff_update,
     generate_question_id,
     index_triples,
-    ordered_items,
-    owning_question,
-    question_iri,
+    shadowed_items,
+    solutions,
 )
-from karenina_rdf.validation import TEMPLATE_DEFINES_ANSWER, TEMPLATE_PARSES, template_problems
 
 from ._core import _NOT_GIVEN, BenchmarkCore, _dumps, _now, _pv, _set_pv, _StoredIds
-from ._question import Question, question_from_item
+from ._database import DatabaseMembers
+from ._question import Question, as_question
+from ._questions import QuestionMembers
+from ._reports import ReportMembers
+from ._rubrics import RubricMembers
+from ._scenarios import ScenarioMembers
+from ._search import matches, search_hits
+from ._templates import TemplateMembers, template_code_of
 
 _MATCH_MODES = ("exact", "contains", "in", "regex")
 
@@ -83,7 +84,9 @@ def benchmark_info(header: dict[str, Any], *, benchmark_id: str, iri: str, quest
     )
 
 
-class Benchmark(BenchmarkCore):
+class Benchmark(
+    QuestionMembers, ReportMembers, TemplateMembers, RubricMembers, ScenarioMembers, DatabaseMembers, BenchmarkCore
+):
     """One benchmark in a :class:`Store`, addressed by its IRI."""
 
     # -- construction ----------------------------------------------------------------------
@@ -94,10 +97,12 @@ class Benchmark(BenchmarkCore):
         description: str = "",
         version: str = "0.1.0",
         creator: str = "Karenina Benchmarking System",
+        workspace_root: Path | None = None,
         *,
         store: Store,
     ) -> Benchmark:
-        """A new empty benchmark, with the defaults and ``@id`` form Karenina uses."""
+        """A new empty benchmark, with the defaults and ``@id`` form Karenina uses;
+        ``workspace_root`` is the handle's, not stored (as Karenina does not save it)."""
         if not name:
             raise InvalidValueError("Benchmark must have a name")
         now = _now()
@@ -116,12 +121,17 @@ class Benchmark(BenchmarkCore):
                 {"@type": "PropertyValue", "name": "benchmark_format_version", "value": "3.0.0-jsonld"}
             ],
         }
-        return cls(store, store.import_checkpoint(doc).iri)
+        bench = cls(store, store.import_checkpoint(doc).iri)
+        bench.set_workspace_root(workspace_root)
+        return bench
 
     @classmethod
-    def load(cls, path: str | Path, *, store: Store) -> Benchmark:
-        """Import a checkpoint file into ``store`` and return its handle."""
-        return cls(store, store.import_checkpoint(path).iri)
+    def load(cls, path: str | Path, workspace_root: Path | None = None, *, store: Store) -> Benchmark:
+        """Import a checkpoint file into ``store`` and return its handle (``workspace_root`` as
+        in ``create``)."""
+        bench = cls(store, store.import_checkpoint(path).iri)
+        bench.set_workspace_root(workspace_root)
+        return bench
 
     def save(self, path: str | Path) -> Path:
         """Write the benchmark as a Karenina checkpoint (suffix rules of Karenina's ``save``)."""
@@ -216,20 +226,18 @@ class Benchmark(BenchmarkCore):
 
     # -- questions -------------------------------------------------------------------------
     def get_question_ids(self) -> list[str]:
-        # The id is in the item's minted IRI: no lookups per item.
-        items = ordered_items(self.store.oxigraph, self._graph, self.iri)
-        return [owned[0] for i in items if (owned := owning_question(self.iri, i))]
+        return self._question_ids()
 
-    def get_question(self, question_id: str) -> Question:
-        item = self._item_json(question_id)
-        item.setdefault("@id", question_id)
-        return question_from_item(item, question_iri(self.iri, question_id))
+    def get_question(self, question_id: str) -> dict[str, Any]:
+        """The question as Karenina returns it: a dict of its fields, without ``finished``
+        (``question_view`` gives the typed value, ``get_question_metadata`` the flag)."""
+        return self.question_view(question_id).to_dict()
 
     def get_all_questions(self, ids_only: bool = False) -> list[Any]:
-        ids = self.get_question_ids()
-        return ids if ids_only else [self.get_question(q) for q in ids]
+        """Question ids, or the questions as dicts (``get_question``'s), in order."""
+        return self.get_question_ids() if ids_only else [q.to_dict() for q in self.question_views()]
 
-    def __iter__(self) -> Iterator[Question]:
+    def __iter__(self) -> Iterator[dict[str, Any]]:
         return iter(self.get_all_questions())
 
     def __len__(self) -> int:
@@ -258,7 +266,11 @@ class Benchmark(BenchmarkCore):
         """Add a question as Karenina does; returns its id (spec §7.1, collision suffixes included)."""
         if isinstance(question, dict):
             if "question" not in question:
-                raise InvalidValueError("Dict input must contain a 'question' key")
+                raise InvalidValueError(
+                    "Dict input must contain a 'question' key. Expected keys: 'question', 'raw_answer', and "
+                    "optionally 'answer_template', 'question_id', 'finished', 'author', 'sources', "
+                    "'custom_metadata', 'few_shot_examples', 'answer_notes'."
+                )
             d = question
             return self.add_question(
                 d["question"],
@@ -273,13 +285,18 @@ class Benchmark(BenchmarkCore):
                 d.get("answer_notes", answer_notes),
             )
         keywords = workspace_path = None
-        if isinstance(question, Question):
-            text, answer = question.question, question.raw_answer
-            question_id = question_id or question.md5_id
-            keywords = question.keywords or None
-            few_shot_examples = few_shot_examples if few_shot_examples is not None else question.few_shot_examples
-            answer_notes = answer_notes if answer_notes is not None else question.answer_notes
-            workspace_path = question.workspace_path
+        obj = as_question(question)  # ours, Karenina's Question, or one with its attributes
+        if obj is not None:
+            # Karenina takes these from the object unless given; not its template or rubric.
+            text, answer = obj.question, obj.raw_answer
+            question_id = question_id or obj.md5_id
+            keywords = obj.keywords or None
+            few_shot_examples = few_shot_examples if few_shot_examples is not None else obj.few_shot_examples
+            answer_notes = answer_notes if answer_notes is not None else obj.answer_notes
+            author = author if author is not None else obj.author
+            sources = sources if sources is not None else obj.sources
+            custom_metadata = custom_metadata if custom_metadata is not None else obj.custom_metadata
+            workspace_path = obj.workspace_path
         elif isinstance(question, str):
             if raw_answer is None:
                 raise InvalidValueError("raw_answer is required when question is a string")
@@ -297,7 +314,7 @@ class Benchmark(BenchmarkCore):
                 "Cannot add standalone questions to a scenario benchmark. "
                 "Scenarios and standalone questions cannot coexist in the same benchmark."
             )
-        code = _template_code(answer_template) if answer_template is not None else default_template(text)
+        code = template_code_of(answer_template) if answer_template is not None else default_template(text)
         existing = _StoredIds(self)
         if question_id is None:
             question_id = generate_question_id(text, existing)
@@ -346,6 +363,10 @@ class Benchmark(BenchmarkCore):
         old = index_triples(index)
         old.add((ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id))))
         graph = self._graph
+        shadows = shadowed_items(self.store.oxigraph, graph, self.iri)
+        if shadows:
+            self._apply(diff_update(graph, old, set()), self._remove_shadowed(question_id, shadows), self._touch())
+            return True
         # Later items move up one, so positions stay 0..n-1, as a re-import would number them.
         renumber = (
             f"DELETE {{ GRAPH {graph} {{ ?i {KAR.position.nt} ?p }} }} "
@@ -355,6 +376,33 @@ class Benchmark(BenchmarkCore):
         )
         self._apply(diff_update(graph, old, set()), renumber, self._touch())
         return True
+
+    def _remove_shadowed(self, question_id: str, shadows: list[tuple[int, str, str, str]]) -> str:
+        """With the question, the items it shadows go (Karenina's remove_question drops every
+        item with the id from its file); items and shadowed items are numbered 0..n-1 again."""
+        graph, position = self._graph, KAR.position.nt
+        gone = {self._item_iri(question_id)} | {node for _, node, qid, _ in shadows if qid == question_id}
+        rows = self.store.oxigraph.query(
+            f"SELECT ?n ?p WHERE {{ {{ <{self.iri}> <{DATA_FEED_ELEMENT}> ?n }} UNION "
+            f"{{ <{self.iri}> {KAR.shadowedItem.nt} ?n }} ?n {position} ?p }}",
+            default_graph=graph,
+        )
+        kept = sorted((int(r["p"].value), r["n"].value) for r in solutions(rows) if r["n"].value not in gone)
+        delete = [f"<{self.iri}> {KAR.shadowedItem.nt} <{n}>" for _, n, q, _ in shadows if q == question_id]
+        insert = []
+        for new, (old, node) in enumerate(kept):
+            if new != old:
+                delete.append(f"<{node}> {position} {old}")
+                insert.append(f"<{node}> {position} {new}")
+        drop = " ".join(f"<{n}> ?p{i} ?o{i} ." for i, n in enumerate(sorted(gone - {self._item_iri(question_id)})))
+        updates = []
+        if drop:
+            updates.append(f"DELETE WHERE {{ GRAPH {graph} {{ {drop} }} }}")
+        if delete:
+            updates.append(f"DELETE DATA {{ GRAPH {graph} {{ {' . '.join(delete)} }} }}")
+        if insert:
+            updates.append(f"INSERT DATA {{ GRAPH {graph} {{ {' . '.join(insert)} }} }}")
+        return " ;\n".join(updates)
 
     def update_question_metadata(self, question_id: str, **metadata: Any) -> None:
         """Karenina's semantics: author/sources written raw, custom keys upserted."""
@@ -375,7 +423,7 @@ class Benchmark(BenchmarkCore):
     def get_question_author(self, question_id: str) -> dict[str, Any] | None:
         """The question's author as Karenina keeps it (a dict such as ``{"name": …}``); also
         stored as a schema.org Person, which pages and queries use."""
-        author = self.get_question(question_id).author
+        author = self.question_view(question_id).author
         return author if isinstance(author, dict) else None
 
     def set_question_author(self, question_id: str, author: dict[str, Any] | None) -> None:
@@ -384,7 +432,7 @@ class Benchmark(BenchmarkCore):
     def get_question_sources(self, question_id: str) -> list[dict[str, Any]] | None:
         """The question's sources as Karenina keeps them (dicts such as ``{"title", "url"}``);
         also stored as schema.org CreativeWorks the question cites."""
-        sources = self.get_question(question_id).sources
+        sources = self.question_view(question_id).sources
         return sources if isinstance(sources, list) else None
 
     def set_question_sources(self, question_id: str, sources: list[dict[str, Any]] | None) -> None:
@@ -395,7 +443,7 @@ class Benchmark(BenchmarkCore):
 
     def remove_question_custom_property(self, question_id: str, name: str) -> bool:
         """Remove a question's custom property; False when it has none of that name."""
-        if name not in (self.get_question(question_id).custom_metadata or {}):
+        if name not in (self.question_view(question_id).custom_metadata or {}):
             return False
 
         def change(q: dict[str, Any]) -> None:
@@ -406,7 +454,7 @@ class Benchmark(BenchmarkCore):
         return True
 
     def get_question_custom_property(self, question_id: str, name: str) -> Any:
-        return (self.get_question(question_id).custom_metadata or {}).get(name)
+        return (self.question_view(question_id).custom_metadata or {}).get(name)
 
     def mark_finished(self, question_id: str) -> None:
         if question_id in self:
@@ -417,17 +465,17 @@ class Benchmark(BenchmarkCore):
             self._edit_question(question_id, lambda q: _set_pv(q, "finished", False))
 
     def get_finished_questions(self, ids_only: bool = False) -> list[Any]:
-        qs = [q for q in self if q.finished]
-        return [q.id for q in qs] if ids_only else qs
+        qs = [q for q in self.question_views() if q.finished]
+        return [q.id for q in qs] if ids_only else [q.to_dict() for q in qs]
 
     def get_unfinished_questions(self, ids_only: bool = False) -> list[Any]:
-        qs = [q for q in self if not q.finished]
-        return [q.id for q in qs] if ids_only else qs
+        qs = [q for q in self.question_views() if not q.finished]
+        return [q.id for q in qs] if ids_only else [q.to_dict() for q in qs]
 
     def get_missing_templates(self, ids_only: bool = False) -> list[Any]:
         """Questions without a template of their own (Karenina's default one does not count)."""
-        qs = [q for q in self if not q.has_template]
-        return [q.id for q in qs] if ids_only else qs
+        qs = [q for q in self.question_views() if not q.has_template]
+        return [q.id for q in qs] if ids_only else [q.to_dict() for q in qs]
 
     def clear_questions(self) -> int:
         """Remove every question; returns how many there were."""
@@ -446,13 +494,13 @@ class Benchmark(BenchmarkCore):
 
     def toggle_finished(self, question_id: str) -> bool:
         """Flip the question's finished flag; returns the new one (Karenina's semantics)."""
-        finished = not self.get_question(question_id).finished
+        finished = not self.question_view(question_id).finished
         self._edit_question(question_id, lambda q: _set_pv(q, "finished", finished))
         return finished
 
     @property
     def finished_count(self) -> int:
-        return sum(1 for q in self if q.finished)
+        return sum(1 for q in self.question_views() if q.finished)
 
     @property
     def is_empty(self) -> bool:
@@ -461,7 +509,7 @@ class Benchmark(BenchmarkCore):
     @property
     def is_complete(self) -> bool:
         """Every question has a template (Karenina's default one counts) and is finished."""
-        questions = list(self)
+        questions = self.question_views()
         return bool(questions) and all(q.answer_template and q.finished for q in questions)
 
     def get_progress(self) -> float:
@@ -469,91 +517,25 @@ class Benchmark(BenchmarkCore):
         total = len(self)
         return 0.0 if total == 0 else self.finished_count / total * 100
 
-    # -- templates -------------------------------------------------------------------------
-    def add_answer_template(self, question_id: str, template_code: str | type) -> None:
-        code = _template_code(template_code)
-        _check_template(code)
-
-        def change(q: dict[str, Any]) -> None:
-            part = q.get("hasPart") or {
-                "@type": "SoftwareSourceCode",
-                "name": template_name(q["text"]),
-                "programmingLanguage": "Python",
-            }
-            part["text"] = code
-            q["hasPart"] = part
-
-        self._edit_question(question_id, change)
-
-    def has_template(self, question_id: str) -> bool:
-        try:
-            return self.get_question(question_id).has_template
-        except QuestionNotFoundError:
-            return False
-
-    def get_template(self, question_id: str) -> str:
-        q = self.get_question(question_id)
-        if not q.answer_template or is_default_template(q.answer_template, q.question):
-            raise InvalidValueError(f"Question {question_id} has no template")
-        return q.answer_template
-
-    # -- rubrics ---------------------------------------------------------------------------
-    def add_global_rubric_trait(self, trait: RubricTrait | dict[str, Any]) -> None:
-        rating = coerce_trait(trait).to_rating("Global")
-        header = self._header()
-        ratings = [r for r in header.get("rating") or [] if "DynamicRubricTrait" not in r.get("additionalType", "")]
-        if any(r.get("name") == rating["name"] for r in ratings):
-            raise InvalidValueError(f"global rubric already has a trait named {rating['name']!r}")
-        header.update(rating=[*ratings, rating], dateModified=_now())
-        self._apply(self._header_update(header))
-
-    def get_global_rubric(self) -> list[RubricTrait] | None:
-        ratings = self._header().get("rating") or []
-        traits = [RubricTrait.from_rating(r) for r in ratings]
-        traits = [t for t in traits if not t.dynamic]
-        return traits or None
-
-    def clear_global_rubric(self) -> None:
-        """Remove every global trait, dynamic ones included (Karenina sets ``rating`` to None)."""
-        header = self._header()
-        header.pop("rating", None)
-        header["dateModified"] = _now()
-        self._apply(self._header_update(header))
-
-    def add_question_rubric_trait(self, question_id: str, trait: RubricTrait | dict[str, Any]) -> None:
-        rating = coerce_trait(trait).to_rating("QuestionSpecific")
-
-        def change(q: dict[str, Any]) -> None:
-            ratings = list(q.get("rating") or [])
-            if any(r.get("name") == rating["name"] for r in ratings):
-                raise InvalidValueError(f"question {question_id} already has a trait named {rating['name']!r}")
-            q["rating"] = [*ratings, rating]
-
-        self._edit_question(question_id, change)
-
-    def get_question_rubric(self, question_id: str) -> list[RubricTrait] | None:
-        try:
-            return self.get_question(question_id).question_rubric
-        except QuestionNotFoundError:
-            return None
-
     # -- filtering -------------------------------------------------------------------------
-    def filter_by_metadata(self, field_path: str, value: Any, match_mode: str = "exact") -> list[Question]:
+    def filter_by_metadata(self, field_path: str, value: Any, match_mode: str = "exact") -> list[dict[str, Any]]:
         """Karenina's dot-path filter: ``exact``, ``contains`` (case-insensitive), ``in`` (list
         contains value) or ``regex`` (case-insensitive search); None fields never match."""
         if match_mode not in _MATCH_MODES:  # Karenina finds out at the first field it compares
             raise InvalidValueError(f"Invalid match_mode: {match_mode}. Must be one of {', '.join(_MATCH_MODES)}")
         out = []
         parts = field_path.split(".")
-        for q in self:
-            current: Any = q.to_dict()
-            current["finished"] = bool(q.finished)
-            for part in parts:
-                current = current.get(part) if isinstance(current, dict) else None
+        for q in self.question_views():
+            data = q.to_dict()
+            # `finished` is not in the dict: Karenina reads it from its registry for this path.
+            current: Any = bool(q.finished) if parts == ["finished"] else data
+            if parts != ["finished"]:
+                for part in parts:
+                    current = current.get(part) if isinstance(current, dict) else None
             if current is None:
                 continue
             if _matches(current, value, match_mode):
-                out.append(q)
+                out.append(data)
         return out
 
     def search_questions(
@@ -563,17 +545,20 @@ class Benchmark(BenchmarkCore):
         fields: list[str] | None = None,
         case_sensitive: bool = False,
         regex: bool = False,
-    ) -> list[Question]:
+    ) -> list[dict[str, Any]]:
         queries = [query] if isinstance(query, str) else list(query)
         if not queries:
             return []
+        # The full-text index decides for the fields it holds (authoring/_search.py).
+        found = search_hits(self, queries, match_all, fields, case_sensitive, regex)
+        if found is not None:
+            return [self.get_question(i) for i in found]
         out = []
-        for q in self:
-            data = q.to_dict()
+        for data in self:
             text = " ".join(str(data[f]) for f in fields or ["question"] if data.get(f))
-            hits = [_search(text, term, case_sensitive, regex) for term in queries]
+            hits = [matches(text, term, case_sensitive, regex) for term in queries]
             if all(hits) if match_all else any(hits):
-                out.append(q)
+                out.append(data)
         return out
 
 
@@ -585,36 +570,6 @@ def _creator_name(value: Any) -> str:
 def _properties(header: dict[str, Any]) -> dict[str, Any]:
     """Karenina's ``get_all_custom_properties``: every benchmark property, system ones included."""
     return {pv["name"]: pv.get("value") for pv in header.get("additionalProperty") or []}
-
-
-def _template_code(template: str | type) -> str:
-    """A template's source: the string itself, or a ``BaseAnswer`` subclass's source kept as
-    written, class name included (Karenina's resolve_template_code: ``_source_code`` or
-    ``get_source_code()`` first, for classes made by exec, then ``inspect.getsource``)."""
-    if isinstance(template, str):
-        return template
-    if inspect.isclass(template):
-        if not any(c.__name__ == "BaseAnswer" for c in template.__mro__[1:]):
-            raise InvalidTypeError(f"Template class must inherit from BaseAnswer, got {template.__name__}")
-        getter = getattr(template, "get_source_code", None)
-        source = getter() if callable(getter) else getattr(template, "_source_code", None)
-        if not isinstance(source, str):
-            try:
-                source = inspect.getsource(template)
-            except (OSError, TypeError) as exc:
-                raise InvalidValueError(
-                    f"Could not extract source code from class {template.__name__}: {exc}"
-                ) from None
-        return textwrap.dedent(source)
-    raise InvalidTypeError(f"template must be a string or a class, got {type(template).__name__}")
-
-
-def _check_template(code: str) -> None:
-    """Static check (the code is never run here), as Karenina's add_answer_template refuses: the
-    code parses and has exactly one leaf class deriving from BaseAnswer, by any name."""
-    for check, message in template_problems(code):
-        if check in (TEMPLATE_PARSES, TEMPLATE_DEFINES_ANSWER):
-            raise InvalidValueError(f"Invalid template: {message}")
 
 
 def _matches(field: Any, value: Any, mode: str) -> bool:
@@ -632,12 +587,3 @@ def _matches(field: Any, value: Any, mode: str) -> bool:
         except re.error:
             return False
     raise InvalidValueError(f"Invalid match_mode: {mode}. Must be one of {', '.join(_MATCH_MODES)}")
-
-
-def _search(text: str, term: str, case_sensitive: bool, regex: bool) -> bool:
-    if regex:
-        try:
-            return re.search(term, text, 0 if case_sensitive else re.IGNORECASE) is not None
-        except re.error:
-            return False
-    return term in text if case_sensitive else term.lower() in text.lower()

@@ -24,12 +24,16 @@ from karenina_rdf.rdf import (
     index_triples,
     item_iri,
     node_index,
+    ordered_items,
+    owning_question,
     parse_triples,
     question_iri,
     solutions,
     string,
     term_value,
 )
+
+from ._question import Question, question_from_item
 
 _NOT_GIVEN: Any = object()
 
@@ -61,25 +65,40 @@ class BenchmarkCore:
 
     def _header_index(self) -> Index:
         return node_index(
-            self.store.oxigraph, self._graph, [self.iri], skip=(f"{self.iri}/items/", f"{self.iri}/questions/")
+            self.store.oxigraph,
+            self._graph,
+            [self.iri],
+            skip=(f"{self.iri}/items/", f"{self.iri}/questions/", f"{self.iri}/shadowed/"),
         )
 
     def _header(self) -> dict[str, Any]:
         return benchmark_json(self._header_index(), self.iri, [])
 
-    def _apply(self, *updates: str | None) -> None:
+    def _apply(self, *updates: str | None, questions: list[str] | None = None) -> None:
+        """Run ``updates`` as one SPARQL update, with the benchmark's new full-text stamp in it
+        (so an edit and the stamp that says it happened cannot part), then bring the full-text
+        index in step: the ``questions`` touched, or (None) those that appeared or went."""
         body = " ;\n".join(u for u in updates if u)
+        if questions is None and f"{self.iri}/items/" not in body and f"{self.iri}/questions/" not in body:
+            questions = []  # the header alone (name, rubric, properties): no question's text changed
         if body:
-            self.store.edit(self.iri, body)
+            text = self.store.fulltext
+            old = text.stamps().get(self.iri)
+            new, stamp = text.bump(self.iri)
+            # One update: the edit, the text stamp, and forgetting the hashes and recorded validation.
+            self.store.edit(self.iri, f"{body} ;\n{stamp}")
+            text.edited(self.iri, old, new, questions)
 
     def _header_update(self, header: dict[str, Any]) -> str | None:
         graph = self._graph
-        old = index_triples(self._header_index(), skip_predicates=[DATA_FEED_ELEMENT])
+        # Items are not the header's: neither questions nor the items they shadow.
+        skip = [DATA_FEED_ELEMENT, KAR.shadowedItem]
+        old = index_triples(self._header_index(), skip_predicates=skip)
         doc = dict(header, dataFeedElement=[])
         mapped = map_checkpoint(doc, base_iri=self.store.base_iri, keep_id=self.id)
         if mapped.iri != self.iri:
             raise InvalidValueError("a benchmark's id cannot be changed in place; export and import it instead")
-        new = parse_triples(mapped.triples, skip_predicates=[DATA_FEED_ELEMENT])
+        new = parse_triples(mapped.triples, skip_predicates=skip)
         return diff_update(graph, old, new)
 
     def _set_header(self, **fields: Any) -> None:
@@ -110,6 +129,22 @@ class BenchmarkCore:
             raise QuestionNotFoundError(f"Question not found: {question_id}")
         return item_json(index, self._item_iri(question_id))
 
+    def question_view(self, question_id: str) -> Question:
+        """The question as a typed, frozen value (``Question``), for code of ours: Karenina's
+        ``get_question`` returns a dict, and so does ours."""
+        item = self._item_json(question_id)
+        item.setdefault("@id", question_id)
+        return question_from_item(item, question_iri(self.iri, question_id))
+
+    def question_views(self) -> list[Question]:
+        """Every question as a ``Question`` value, in the benchmark's order."""
+        return [self.question_view(q) for q in self._question_ids()]
+
+    def _question_ids(self) -> list[str]:
+        # The id is in the item's minted IRI: no lookups per item.
+        items = ordered_items(self.store.oxigraph, self._graph, self.iri)
+        return [owned[0] for i in items if (owned := owning_question(self.iri, i))]
+
     def _write_item(self, question_id: str, item: dict[str, Any], position: int, old_index: Index | None) -> None:
         """Replace the item's triples (``old_index``, None for a new item) by ``item``'s."""
         old = set()
@@ -119,7 +154,7 @@ class BenchmarkCore:
                 (ox.NamedNode(self.iri), ox.NamedNode(DATA_FEED_ELEMENT), ox.NamedNode(self._item_iri(question_id)))
             )
         new = parse_triples(map_item(item, bench_iri=self.iri, position=position, base_iri=self.store.base_iri))
-        self._apply(diff_update(self._graph, old, new), self._touch())
+        self._apply(diff_update(self._graph, old, new), self._touch(), questions=[question_id])
 
     def _edit_question(self, question_id: str, change: Any) -> None:
         index = self._item_index(question_id)  # read once: item JSON, position and old triples

@@ -6,9 +6,10 @@ answers ``q["question"]`` as well as ``q.question``, so code written against Kar
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validator
 
 from karenina_rdf.checkpoint import RubricTrait, decode_json_string, finished_value, is_default_template
 from karenina_rdf.rdf import md5_hex, template_id
@@ -107,9 +108,133 @@ class Question(BaseModel):
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """The dict Karenina's ``get_question`` returns (rubric traits as dicts)."""
-        out = self.model_dump(exclude={"iri"})
-        return out
+        """The dict Karenina's ``get_question`` returns: its question cache entry, key for key
+        and in its order. ``finished`` is not in it (Karenina keeps that in a registry beside
+        the cache); ``question_rubric`` groups the question's own traits by Karenina's five
+        kinds (dynamic ones left out), as ``RubricTrait`` values, or is None."""
+        return {
+            "id": self.id,
+            "question": self.question,
+            "raw_answer": self.raw_answer,
+            "answer_template": self.answer_template,
+            "date_created": self.date_created,
+            "date_modified": self.date_modified,
+            "author": self.author,
+            "sources": self.sources,
+            "custom_metadata": dict(self.custom_metadata) if self.custom_metadata else None,
+            "question_rubric": grouped_rubric(self.question_rubric),
+            "keywords": list(self.keywords) if self.keywords else None,
+            "few_shot_examples": self.few_shot_examples,
+            "answer_notes": self.answer_notes,
+            "workspace_path": self.workspace_path,
+        }
+
+
+_RUBRIC_KEYS = {
+    "llm": "llm_traits",
+    "regex": "regex_traits",
+    "callable": "callable_traits",
+    "metric": "metric_traits",
+    "agentic": "agentic_traits",
+}
+
+
+def grouped_rubric(traits: list[RubricTrait] | None) -> dict[str, list[RubricTrait]] | None:
+    """Traits grouped as Karenina's question cache holds a question rubric (the fields of its
+    ``Rubric``); None when there is no trait that is not dynamic."""
+    kept = [t for t in traits or [] if not t.dynamic]
+    if not kept:
+        return None
+    return {key: [t for t in kept if t.trait_type == kind] for kind, key in _RUBRIC_KEYS.items()}
+
+
+class QuestionObject(BaseModel):
+    """Karenina's ``Question`` entity, field for field: what ``get_question_as_object`` returns.
+
+    ``id`` is computed, as there: the MD5 of the text (not the question's id in a benchmark,
+    which a question made from a text need not have). Accepted wherever Karenina's ``Question``
+    is, as is Karenina's own (read by its attributes, never imported).
+    """
+
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+    question: str = Field(min_length=1)
+    raw_answer: str = Field(min_length=1)
+    keywords: list[str] = Field(default_factory=list)
+    few_shot_examples: list[dict[str, str]] | None = None
+    date_created: str = Field(default_factory=lambda: dt.datetime.now().isoformat())
+    date_modified: str = Field(default_factory=lambda: dt.datetime.now().isoformat())
+    answer_template: str | None = None
+    answer_notes: str | None = None
+    author: dict[str, Any] | None = None
+    sources: list[dict[str, Any]] | None = None
+    custom_metadata: dict[str, Any] | None = None
+    question_rubric: dict[str, Any] | None = None
+    question_dynamic_rubric: dict[str, Any] | None = None
+    workspace_path: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _legacy_tags(cls, data: Any) -> Any:
+        # As Karenina's: the computed id is dropped on input, legacy `tags` become keywords.
+        if isinstance(data, dict):
+            data = dict(data)
+            data.pop("id", None)
+            if "tags" in data:
+                tags = data.pop("tags")
+                data.setdefault("keywords", [t for t in tags or [] if t is not None])
+        return data
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def id(self) -> str:
+        """MD5 of the question text, as Karenina's ``Question.id``."""
+        return md5_hex(self.question)
+
+
+def question_object(data: dict[str, Any]) -> QuestionObject:
+    """A question's cache dict as Karenina's ``get_question_as_object`` turns it into a
+    ``Question`` (workspace_path is not carried over there either)."""
+    return QuestionObject(
+        question=data["question"],
+        raw_answer=data["raw_answer"],
+        keywords=data.get("keywords", []) or [],
+        few_shot_examples=data.get("few_shot_examples"),
+        date_created=data.get("date_created", ""),
+        date_modified=data.get("date_modified", ""),
+        answer_template=data.get("answer_template"),
+        answer_notes=data.get("answer_notes"),
+        author=data.get("author"),
+        sources=data.get("sources"),
+        custom_metadata=data.get("custom_metadata"),
+        question_rubric=data.get("question_rubric"),
+    )
+
+
+def as_question(obj: Any) -> Question | None:
+    """Any question object, read by duck typing (ours, Karenina's ``Question``, or another
+    with its attributes), as a Question view; None when ``obj`` is not one."""
+    if isinstance(obj, Question):
+        return obj
+    if isinstance(obj, str | dict | bytes) or not isinstance(getattr(obj, "question", None), str):
+        return None
+    if not hasattr(obj, "raw_answer"):
+        return None
+
+    def attr(name: str) -> Any:
+        return getattr(obj, name, None)
+
+    return Question(
+        question=obj.question,
+        raw_answer=attr("raw_answer") or "",
+        keywords=list(attr("keywords") or []) or None,
+        few_shot_examples=attr("few_shot_examples"),
+        answer_notes=attr("answer_notes"),
+        author=attr("author"),
+        sources=attr("sources"),
+        custom_metadata=attr("custom_metadata"),
+        workspace_path=attr("workspace_path"),
+    )
 
 
 def question_from_item(item: dict[str, Any], iri: str | None = None) -> Question:

@@ -12,6 +12,7 @@ from karenina_rdf.rdf import KAR, SCHEMA
 from karenina_rdf.rdf import terms as t
 
 from ._properties import Index, first, properties_json
+from ._scenarios import scenario_json
 from ._template_defaults import default_template, template_name
 
 CANONICAL_CONTEXT: dict[str, Any] = {
@@ -83,7 +84,7 @@ def benchmark_json(index: Index, b: str, items: list[dict[str, Any]] | None = No
     if items is None:
         items = [item_json(index, i) for i in _ordered(index, _objects(index, b, "dataFeedElement"))]
     out["dataFeedElement"] = items
-    scenarios = [first(index, s, KAR.scenarioJson) for s in _ordered(index, _objects(index, b, "hasPart"))]
+    scenarios = [scenario_json(index, s) for s in _ordered(index, _objects(index, b, "hasPart"))]
     _put(out, "hasPart", _list(index, b, "hasPart", scenarios))
     _put(out, "additionalProperty", _list(index, b, "additionalProperty", properties_json(index, b, "benchmark") or []))
     return out

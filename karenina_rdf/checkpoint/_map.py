@@ -22,7 +22,6 @@ from karenina_rdf.rdf import (
     SCHEMA,
     TRAIT_TYPES,
     benchmark_iri,
-    child_iri,
     derived_benchmark_id,
     generate_question_id,
     item_iri,
@@ -35,6 +34,7 @@ from karenina_rdf.rdf import terms as t
 
 from ._json import too_long_integer
 from ._properties import map_properties
+from ._scenarios import map_scenario
 from ._template_defaults import is_default_template
 from ._traits import check, normalise_type, settings, trait_class, trait_kind
 
@@ -327,12 +327,35 @@ class _Mapper:
 
     def items(self, b: str, items: list[Any]) -> list[str]:
         seen: dict[str, int] = {}
+        last = _last_occurrences(items)
         for i, node in enumerate(items):
-            self.item(b, i, node, seen)
+            self.item(b, i, node, seen, last)
         self.qid = None
         return list(seen)
 
-    def item(self, b: str, i: int, node: Any, seen: dict[str, int]) -> None:
+    def shadowed(self, b: str, i: int, node: dict[str, Any], qid: str, kept: int) -> None:
+        """An item whose question id a later item takes again. Karenina keeps both in its file
+        and answers with the last one (its question cache is keyed by id), so this one is no
+        question here either: it is kept whole, as JSON, to be written back where it was."""
+        ptr = f"/dataFeedElement/{i}"
+        # Karenina's load still builds it, so its load rules hold: mapped apart, triples dropped.
+        scratch = _Mapper(self.base_iri, self.source, TripleSink())
+        scratch.item(b, i, node, {}, {})
+        self.problems.extend(p for p in scratch.problems if p not in self.problems)
+        self.warn(
+            f"{ptr}/@id",
+            f"question id also used at /dataFeedElement/{kept}, the item Karenina answers with; "
+            "this one is kept only to be written back",
+        )
+        S = t.iri(f"{b}/shadowed/{i}")
+        self.at(S[1:-1], ptr)
+        self.add(t.iri(b), KAR.shadowedItem.nt, S)
+        self.add(S, _TYPE, KAR.ShadowedItem.nt)
+        self.add(S, _s("identifier"), t.string(qid))
+        self.add(S, KAR.position.nt, t.integer(i))
+        self.add(S, KAR.itemJson.nt, t.json_literal(node))
+
+    def item(self, b: str, i: int, node: Any, seen: dict[str, int], last: dict[str, int]) -> None:
         ptr = f"/dataFeedElement/{i}"
         self.qid = None
         item = self.obj(node, ptr, "a dataFeedElement entry (DataFeedItem)", "DataFeedItem")
@@ -348,7 +371,10 @@ class _Mapper:
         if not qid:  # Karenina: `item.id or generate_question_id(text)`
             qid = generate_question_id(text if isinstance(text, str) else "")
         self.qid = qid
-        if qid in seen:
+        if last.get(qid, i) > i:
+            self.shadowed(b, i, item, qid, last[qid])
+            return
+        if qid in seen:  # cannot happen once _last_occurrences has seen every id; kept as a guard
             self.fail(f"{ptr}/@id", f"duplicate question id (first used at /dataFeedElement/{seen[qid]})")
             return
         seen[qid] = i
@@ -515,24 +541,7 @@ class _Mapper:
         self.empty_lists(T, r, ("additionalProperty",))
 
     def scenario(self, b: str, i: int, node: Any, taken: set[str]) -> None:
-        ptr = f"/hasPart/{i}"
-        s = self.obj(node, ptr, "a scenario", "karenina:Scenario")
-        if s is None:
-            return
-        name = self.text(s, "name", ptr, required=True)
-        self.text(s, "entryNode", ptr, required=True)
-        if not isinstance(s.get("nodes"), dict):
-            self.fail(ptr, "a scenario needs 'nodes', an object keyed by node id")
-        self.array(s, "edges", ptr, required=True)
-        S = t.iri(child_iri(b, "scenarios", name or "", taken))
-        self.at(S[1:-1], ptr)
-        self.add(t.iri(b), _s("hasPart"), S)
-        self.add(S, _TYPE, KAR.Scenario.nt)
-        self.add(S, KAR.position.nt, t.integer(i))
-        if name is not None:
-            self.add(S, _s("name"), t.string(name))
-        # Scenario graphs are plain JSON with no schema.org meaning (spec §13): kept whole.
-        self.add(S, KAR.scenarioJson.nt, t.json_literal(s))
+        map_scenario(self, b, i, node, taken)
 
 
 def identity(root: Any, base_iri: str, keep_id: str | None = None) -> tuple[str, str, bool]:
@@ -589,13 +598,28 @@ def map_item(node: Any, *, bench_iri: str, position: int, base_iri: str) -> list
     """Map one DataFeedItem (an authoring change) to triples, with the load rules of a file."""
     mapper = _Mapper(base_iri, None, TripleSink())
     try:
-        mapper.item(bench_iri, position, node, {})
+        mapper.item(bench_iri, position, node, {}, {})
         if mapper.problems:
             raise CheckpointError(mapper.problems)
         mapper.triples.flush()
     except UnicodeEncodeError as exc:
         raise CheckpointError([_surrogate(exc, None, mapper.qid)]) from None
     return mapper.triples.triples
+
+
+def _last_occurrences(items: list[Any]) -> dict[str, int]:
+    """Question id → index of the last item that has it, with the item's rule for the id."""
+    last: dict[str, int] = {}
+    for i, node in enumerate(items):
+        if not isinstance(node, dict):
+            continue
+        qid = node.get("@id")
+        if not (isinstance(qid, str) and qid):
+            question = node.get("item")
+            text = question.get("text") if isinstance(question, dict) else None
+            qid = generate_question_id(text if isinstance(text, str) else "")
+        last[qid] = i
+    return last
 
 
 def _setting_pointer(ptr: str, rating: dict[str, Any], prop: str) -> str:

@@ -123,9 +123,10 @@ def _show_benchmark(b: Benchmark) -> None:
     props = b.get_all_custom_properties()
     if props:
         out.print("  properties: " + escape(json.dumps(props, ensure_ascii=False)))
-    _show_traits("global rubric", b.get_global_rubric() or [])
+    rubric = b.get_global_rubric()
+    _show_traits("global rubric", rubric.all_traits() if rubric else [])
     table = Table("#", "id", "question", "finished", "template", "keywords")
-    for n, q in enumerate(b, 1):
+    for n, q in enumerate(b.question_views(), 1):
         text = q.question if len(q.question) <= 70 else q.question[:67] + "..."
         table.add_row(
             str(n),
@@ -148,7 +149,7 @@ def _show_traits(title: str, traits: list[Any]) -> None:
 
 
 def _show_question(b: Benchmark, question_id: str) -> None:
-    q = b.get_question(question_id)
+    q = b.question_view(question_id)
     out.print(f"[bold]{escape(q.question)}[/bold]")
     fields = {
         "id": q.id,
@@ -223,7 +224,8 @@ def query(
             err.print("[red]error:[/red] --param needs a named query or a .rq file with '# param:' lines")
             raise typer.Exit(2)
         if looks_like_reference(text):
-            find_query(text).bind(values)  # an unknown query or a bad parameter is a usage error
+            # An unknown query or a bad parameter is a usage error (no search yet: no store open).
+            find_query(text).bind(values, search=lambda _: {})
 
     def act(s: Store) -> None:
         results = s.query(text, values)

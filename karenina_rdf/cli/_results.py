@@ -10,9 +10,10 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
+from karenina_rdf._errors import InvalidValueError
 from karenina_rdf._store import Store
 from karenina_rdf.rdf import solutions, term_value
-from karenina_rdf.results import ResultsImport, is_sqlite
+from karenina_rdf.results import ResultsImport, is_results_store, is_sqlite
 
 from ._common import BaseOpt, StoreOpt, _run, err, out
 
@@ -49,7 +50,8 @@ def print_results_import(r: ResultsImport) -> None:
 @results_app.command("import")
 def import_(
     paths: Annotated[
-        list[Path], typer.Argument(help="Karenina results exports (format 2.0-2.2) or results databases.")
+        list[Path],
+        typer.Argument(help="Karenina results exports (format 2.0-2.2), ResultsStore files or results databases."),
     ],
     benchmark: Annotated[
         str | None,
@@ -58,7 +60,12 @@ def import_(
         ),
     ] = None,
     run: Annotated[
-        str | None, typer.Option("--run", help="Run id to store the results under (default: the export's job_id).")
+        str | None,
+        typer.Option(
+            "--run",
+            help="Run id to store an export's results under (default: its job_id); for a database or a "
+            "ResultsStore file, the one run to import (by id or name).",
+        ),
     ] = None,
     validate: Annotated[
         bool,
@@ -77,6 +84,9 @@ def import_(
         for path in paths:
             if is_sqlite(path):
                 for result in s.import_results_db(path, benchmark=benchmark, run=run):
+                    print_results_import(result)
+            elif is_results_store(path):
+                for result in s.import_results_store(path, benchmark=benchmark, run=run, validate=validate):
                     print_results_import(result)
             else:
                 print_results_import(s.import_results(path, benchmark=benchmark, run=run, validate=validate))
@@ -150,7 +160,13 @@ def compare(
 def export(
     run: Annotated[str, typer.Argument(help="Run id or IRI.")],
     fmt: Annotated[
-        str, typer.Option("--format", "-f", help="karenina-json (Karenina's results export, format 2.2) or csv.")
+        str,
+        typer.Option(
+            "--format",
+            "-f",
+            help="karenina-json (Karenina's results export, format 2.2), csv (Karenina's CSV) or karenina-db "
+            "(adds the run to a Karenina results database, a SQLite file; needs --output).",
+        ),
     ] = "karenina-json",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
     store: StoreOpt = None,
@@ -159,6 +175,8 @@ def export(
     """Export a run as a Karenina results export (Karenina loads it) or as CSV."""
 
     def act(s: Store) -> None:
+        if fmt == "karenina-db" and output is None:
+            raise InvalidValueError("--format karenina-db writes a database file: give it with --output")
         n = s.export_results(run, output if output is not None else sys.stdout, format=fmt)
         if output is not None:
             err.print(f"wrote {n} results to {escape(str(output))}")

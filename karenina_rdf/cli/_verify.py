@@ -92,6 +92,11 @@ def _report(r: RunReport) -> None:
     )
     if r.failures:
         out.print("failures: " + ", ".join(f"{k} {v}" for k, v in sorted(r.failures.items())))
+    checks = [
+        f"{n} {what}" for n, what in ((r.abstained, "abstained"), (r.insufficient, "insufficient")) if n is not None
+    ]
+    if checks:
+        out.print("checks: " + ", ".join(checks))
     out.print(f"cost: {'unknown (a model has no price)' if r.cost_usd is None else f'${r.cost_usd:.4f}'}")
     if r.status != "completed":
         out.print(f"continue with: karenina-rdf verify {escape(r.benchmark)} --resume {escape(r.run_id)}")
@@ -124,6 +129,37 @@ def verify(
     few_shot: Annotated[
         bool, typer.Option("--few-shot", help="Give answerers the questions' few-shot examples.")
     ] = False,
+    few_shot_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--few-shot-mode",
+            help="Karenina's pool mode: all, k-shot (--few-shot-k of each question's examples, drawn as Karenina "
+            "draws them), custom (selections from --few-shot-config) or none.",
+        ),
+    ] = None,
+    few_shot_k: Annotated[int, typer.Option("--few-shot-k", min=1, help="Examples per question in k-shot mode.")] = 3,
+    few_shot_config: Annotated[
+        Path | None, typer.Option("--few-shot-config", help="A JSON file holding Karenina's FewShotConfig.")
+    ] = None,
+    prompt_config: Annotated[
+        Path | None,
+        typer.Option("--prompt-config", help="A JSON file holding Karenina's PromptConfig (per-task instructions)."),
+    ] = None,
+    abstention: Annotated[
+        bool, typer.Option("--abstention/--no-abstention", help="Ask the judge whether each answer abstains.")
+    ] = False,
+    sufficiency: Annotated[
+        bool,
+        typer.Option("--sufficiency/--no-sufficiency", help="Ask the judge whether each answer can fill the template."),
+    ] = False,
+    deep_judgment: Annotated[
+        str | None,
+        typer.Option(
+            "--deep-judgment-mode",
+            help="Karenina's template deep judgment: disabled, reasoning_only or full (quotes, reasoning, "
+            "then the parse; an attribute without a quote fails the verdict). No web search.",
+        ),
+    ] = None,
     run: RunIdOpt = None,
     run_name: Annotated[str | None, typer.Option("--run-name", help="Karenina's run_name of every result.")] = None,
     resume: Annotated[
@@ -141,6 +177,9 @@ def verify(
     from karenina_rdf.runner import verify as run_verify
 
     with _ctrl_c(), _errors(usage=(VerificationError,)):
+        fs, pc = _prompting(few_shot_mode, few_shot_k, few_shot_config, prompt_config)
+        if deep_judgment is not None and deep_judgment not in ("disabled", "reasoning_only", "full"):
+            raise VerificationError(f"--deep-judgment-mode {deep_judgment!r}: one of disabled, reasoning_only, full")
         s = _open(store, base_iri)
         try:
             report = run_verify(
@@ -156,6 +195,11 @@ def verify(
                 trust_callables=trust_callables,
                 unsafe_no_isolation=unsafe_no_isolation,
                 few_shot=few_shot,
+                few_shot_config=fs,
+                prompt_config=pc,
+                abstention=abstention,
+                sufficiency=sufficiency,
+                deep_judgment={"mode": deep_judgment} if deep_judgment else None,
                 run=run,
                 run_name=run_name,
                 resume=resume,
@@ -170,6 +214,37 @@ def verify(
     _report(report)
     if report.status != "completed":
         raise typer.Exit(130)
+
+
+def _prompting(mode: str | None, k: int, fs_file: Path | None, pc_file: Path | None) -> tuple[Any, Any]:
+    """Karenina's FewShotConfig and PromptConfig from the options (a file's config, or the mode)."""
+    import json
+
+    from pydantic import ValidationError
+
+    from karenina_rdf._errors import validation_message
+    from karenina_rdf.runner import FewShotConfig, PromptConfig, few_shot_for_mode
+
+    def load(path: Path, cls: Any, option: str) -> Any:
+        try:
+            return cls.model_validate(json.loads(path.read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            if isinstance(exc, ValidationError):
+                raise VerificationError(f"{option} {path}: {validation_message(exc)}") from None
+            raise VerificationError(f"{option} {path}: {exc}") from None
+
+    fs = None
+    if fs_file is not None:
+        fs = load(fs_file, FewShotConfig, "--few-shot-config")
+        if mode is not None:
+            fs = fs.model_copy(update={"pool_mode": mode, "pool_k": k}) if mode != "none" else None
+    elif mode is not None:
+        try:
+            fs = few_shot_for_mode(mode, k) if mode != "none" else FewShotConfig(source="disabled")
+        except ValueError as exc:
+            raise VerificationError(f"--few-shot-mode: {exc}") from None
+    pc = load(pc_file, PromptConfig, "--prompt-config") if pc_file is not None else None
+    return fs, pc
 
 
 def _mode(mode: str | None) -> Any:

@@ -14,6 +14,7 @@ from ._graph import (
     node_index,
     ordered_items,
     parse_triples,
+    shadowed_items,
     solutions,
     term_value,
 )
@@ -90,6 +91,7 @@ __all__ = [
     "named",
     "node_index",
     "ordered_items",
+    "shadowed_items",
     "owning_question",
     "parse_triples",
     "question_iri",

@@ -105,6 +105,19 @@ def ordered_items(store: ox.Store, graph: ox.NamedNode, bench: str) -> list[str]
     return [i for _, i in pairs]
 
 
+def shadowed_items(store: ox.Store, graph: ox.NamedNode, bench: str) -> list[tuple[int, str, str, str]]:
+    """(position, node IRI, question id, item JSON text) of the items a later item with the same
+    question id shadows (checkpoint._map ``shadowed``), in checkpoint order."""
+    rows = solutions(
+        store.query(
+            f"SELECT ?s ?pos ?id ?json WHERE {{ <{bench}> {KAR.shadowedItem.nt} ?s . "
+            f"?s {KAR.position.nt} ?pos ; <{SCHEMA}identifier> ?id ; {KAR.itemJson.nt} ?json }}",
+            default_graph=graph,
+        )
+    )
+    return sorted((int(r["pos"].value), r["s"].value, r["id"].value, r["json"].value) for r in rows)
+
+
 def term_value(term: object) -> str:
     """The IRI or lexical form of a term (quad positions are typed as unions in pyoxigraph)."""
     if isinstance(term, (ox.NamedNode, ox.BlankNode, ox.Literal)):

@@ -147,11 +147,21 @@ def _words(*sections: str) -> tuple[str, ...]:
 # the package spells. A term may be listed in more than one section.
 KARENINA_TERMS = _words(
     # The catalog graph and the store node (data-model §2); a run's catalog entry (§9).
-    "graph contentHash sourceSha256 tripleCount importedFrom importedAt baseIri pendingGraph runGraph",
+    "graph contentHash sourceSha256 tripleCount importedFrom importedAt baseIri pendingGraph runGraph textStamp",
     "validatedFindings validationNonce",
+    # The full-text index's SPARQL functions (docs/queries.md § Full-text search).
+    "textScore textMatch",
     # Benchmark nodes (§4): order, identity kept from the file, Karenina's derived values.
     "position sourceId derivedIdentifier emptyLists propertyLayout textMd5 keywordOrder",
-    "templateId isDefaultTemplate traitKind Scenario scenarioJson",
+    "templateId isDefaultTemplate traitKind",
+    # Scenario benchmarks (§6): a scenario, its nodes (turns) with their questions, its edges and
+    # outcome criteria; Karenina's free-JSON fields of these as rdf:JSON.
+    "Scenario ScenarioNode ScenarioEdge ScenarioOutcome scenarioNode scenarioEdge scenarioOutcome",
+    "entryNode entry nodeId question toolFilter stateUpdateSource questionData agentIdentity scenarioMetadata",
+    "edgeSource edgeTarget fromNode toNode endsScenario condition conditionSource handover check evaluateSource",
+    "verbatimFields",
+    # An item whose question id a later item takes again, kept whole to be written back.
+    "ShadowedItem shadowedItem itemJson",
     # Settings become typed data (§5): QUESTION_SETTINGS, BENCHMARK_SETTINGS, TRAIT_SETTINGS, camelCased.
     "finished author sources fewShotExamples answerNotes workspacePath",
     "benchmarkFormatVersion benchmarkType",

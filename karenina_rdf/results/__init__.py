@@ -1,8 +1,10 @@
 """Verification results as linked data: Karenina's result record (``_model``), exports read one
 row at a time (``_read``, ``_legacy``, ``_sqlite``), rows to EARL assertions (``_map``) and back
-(``_export``), runs in the store (``_runs``: import, list, export, delete) and runs written
+(``_export``), runs in the store (``_runs``: import, list, export, delete), Karenina's ``ResultsStore`` files
+(``_store_json``) and runs written
 while they run (``_live``)."""
 
+from ._db_write import KareninaDatabase, export_run_db, sqlite_path
 from ._export import ResultRebuilder
 from ._legacy import result_id
 from ._live import LiveRun, RunProvenance, run_configuration, stored_header
@@ -23,10 +25,12 @@ from ._runs import (
     run_summary,
 )
 from ._sqlite import import_results_db
+from ._store_json import import_results_store, is_results_store
 
 __all__ = [
     "EARL",
     "FAILURE_GROUPS",
+    "KareninaDatabase",
     "LiveRun",
     "METADATA",
     "PROV",
@@ -41,8 +45,11 @@ __all__ = [
     "canonical_key",
     "delete_run",
     "export_run",
+    "export_run_db",
     "import_results",
     "import_results_db",
+    "import_results_store",
+    "is_results_store",
     "is_sqlite",
     "list_runs",
     "looks_like_results",
@@ -53,5 +60,6 @@ __all__ = [
     "run_configuration",
     "run_reader",
     "run_summary",
+    "sqlite_path",
     "stored_header",
 ]

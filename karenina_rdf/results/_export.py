@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import csv
 import json
+import time
 from collections.abc import Iterable, Iterator
 from copy import deepcopy
 from typing import IO, Any
@@ -244,6 +245,11 @@ def write_export(fh: IO[str], header: dict[str, Any], rows: Iterator[dict[str, A
 
 
 # -- CSV (spec verification.md §11.2) -------------------------------------------------------
+# Karenina's CSV exporter, ``karenina.benchmark.export_verification_results_csv`` (what
+# ``karenina verify --output results.csv`` writes): these columns in this order, one
+# ``rubric_<trait>`` column per global trait between the two, ``question_specific_rubrics``
+# when a trait is not global. Each cell is built as that function builds it, from the result's
+# parts; a missing part gives the value Karenina writes for it (False, 0 or blank).
 _CSV_HEAD = (
     "question_id",
     "success",
@@ -281,87 +287,117 @@ _CSV_TAIL = (
     "metric_trait_metrics",
     "usage_metadata",
     "agent_metrics",
-    "failure_category",
-    "failure_group",
-    "failure_stage",
-    "failure_reason",
-    "failure_details_json",
-    "caveats",
+)
+# Karenina writes only these columns when a run has no results.
+_CSV_EMPTY = (
+    "question_id",
+    "success",
+    "error",
+    "question_text",
+    "raw_llm_response",
+    "keywords",
+    "export_timestamp",
+    "karenina_version",
+    "job_id",
+)
+# Deep-judgment fields Karenina writes as they are (the others go through its JSON helper); a
+# missing part gives their defaults (False, 0, None).
+_DJ_PLAIN = frozenset(
+    {
+        "deep_judgment_mode",
+        "deep_judgment_performed",
+        "deep_judgment_model_calls",
+        "deep_judgment_excerpt_retry_count",
+        "deep_judgment_search_enabled",
+        "deep_judgment_rubric_performed",
+        "total_deep_judgment_model_calls",
+        "total_traits_evaluated",
+        "total_excerpt_retries",
+    }
 )
 
 
 def _js(value: Any) -> str:
+    """Karenina's ``_safe_json_serialize``: "" for anything falsy (False, 0, {}, [] too)."""
     return json.dumps(value) if value else ""
 
 
-def _cell(value: Any) -> Any:
-    return "" if value is None else value
+def _float(value: Any) -> Any:
+    # Karenina's model holds a float field as a float: an integer in the file prints as 1.0.
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) else value
 
 
 def csv_row(
-    row: dict[str, Any], header: dict[str, Any], global_traits: list[str], specific: list[str]
+    row: dict[str, Any], header: dict[str, Any], global_traits: list[str], specific: list[str], stamp: str
 ) -> dict[str, Any]:
     meta = row.get("metadata") or {}
-    tpl = row.get("template") or {}
-    rub = row.get("rubric") or {}
-    dj = row.get("deep_judgment") or {}
-    djr = row.get("deep_judgment_rubric") or {}
+    tpl = row.get("template")
+    rub = row.get("rubric")
+    dj = row.get("deep_judgment")
+    djr = row.get("deep_judgment_rubric")
     failure = meta.get("failure") if isinstance(meta.get("failure"), dict) else None
     run_meta = header.get("metadata") or {}
+    t_ = tpl or {}
     out: dict[str, Any] = {
         "question_id": meta.get("question_id"),
         "success": failure is None,
-        "error": (failure or {}).get("reason") or "",
-        "question_text": _cell(meta.get("question_text")),
-        "raw_llm_response": tpl.get("raw_llm_response", ""),
-        "parsed_gt_response": _js(tpl.get("parsed_gt_response")),
-        "parsed_llm_response": _js(tpl.get("parsed_llm_response")),
-        "template_verification_performed": tpl.get("template_verification_performed", False),
-        "verify_result": _js(tpl.get("verify_result")) if tpl.get("verify_result") is not None else "",
-        "verify_granular_result": _js(tpl.get("verify_granular_result")),
-        "rubric_evaluation_performed": rub.get("rubric_evaluation_performed", False),
+        "error": failure.get("reason") if failure else "",
+        "question_text": meta.get("question_text"),
         "keywords": _js(meta.get("keywords")),
         "answering_model": display_string(meta.get("answering")),
         "parsing_model": display_string(meta.get("parsing")),
         "replicate": meta.get("replicate") or "",
-        "execution_time": _cell(meta.get("execution_time")),
-        "timestamp": _cell(meta.get("timestamp")),
+        "execution_time": _float(meta.get("execution_time")),
+        "timestamp": meta.get("timestamp"),
+        "run_name": meta.get("run_name") or "",
+        "raw_llm_response": t_.get("raw_llm_response", "") if tpl is not None else "",
+        "parsed_gt_response": _js(t_.get("parsed_gt_response")),
+        "parsed_llm_response": _js(t_.get("parsed_llm_response")),
+        "template_verification_performed": t_.get("template_verification_performed", False),
+        "verify_result": _js(t_.get("verify_result")),
+        "verify_granular_result": _js(t_.get("verify_granular_result")),
         "answering_system_prompt": meta.get("answering_system_prompt") or "",
         "parsing_system_prompt": meta.get("parsing_system_prompt") or "",
-        "run_name": meta.get("run_name") or "",
-        "export_timestamp": _cell(run_meta.get("export_timestamp")),
-        "karenina_version": _cell(run_meta.get("karenina_version")),
-        "job_id": _cell(run_meta.get("job_id")),
-        "metric_trait_confusion_lists": _js(rub.get("metric_trait_confusion_lists")),
-        "metric_trait_metrics": _js(rub.get("metric_trait_scores")),
-        "failure_category": (failure or {}).get("category") or "",
-        "failure_group": (failure or {}).get("group") or "",
-        "failure_stage": (failure or {}).get("stage") or "",
-        "failure_reason": (failure or {}).get("reason") or "",
-        "failure_details_json": _js((failure or {}).get("details")),
-        "caveats": ",".join(str(c) for c in meta.get("caveats") or ()),
+        "embedding_check_performed": t_.get("embedding_check_performed", False),
+        "embedding_similarity_score": _float(t_.get("embedding_similarity_score")) or "",
+        "embedding_override_applied": t_.get("embedding_override_applied", False),
+        "embedding_model_used": t_.get("embedding_model_used") or "",
+        "answering_mcp_servers": _js(t_.get("answering_mcp_servers")),
+        "usage_metadata": _js(t_.get("usage_metadata")),
+        "agent_metrics": _js(t_.get("agent_metrics")),
+        "rubric_evaluation_performed": (rub or {}).get("rubric_evaluation_performed", False),
+        "metric_trait_confusion_lists": _js((rub or {}).get("metric_trait_confusion_lists")),
+        "metric_trait_metrics": _js(_metric_scores((rub or {}).get("metric_trait_scores"))),
+        "export_timestamp": stamp,
+        "karenina_version": run_meta.get("karenina_version"),
+        "job_id": run_meta.get("job_id"),
     }
-    for key in (
-        "embedding_check_performed",
-        "embedding_similarity_score",
-        "embedding_override_applied",
-        "embedding_model_used",
-    ):
-        out[key] = _cell(tpl.get(key))
-    for key in ("answering_mcp_servers", "usage_metadata", "agent_metrics"):
-        out[key] = _js(tpl.get(key))
     for part, fields in ((dj, DEEP_JUDGMENT), (djr, DEEP_JUDGMENT_RUBRIC)):
         for f in fields:
-            value = part.get(f.name)
-            out[f.name] = _js(value) if isinstance(value, (dict, list)) else _cell(value)
+            if part is None:
+                out[f.name] = f.default if f.name in _DJ_PLAIN else ""
+            elif f.name in _DJ_PLAIN:
+                out[f.name] = part.get(f.name, f.default)
+            else:
+                out[f.name] = _js(part.get(f.name))
     merged: dict[str, Any] = {}
-    for kind in ("llm", "regex", "callable", "metric"):
-        merged.update(rub.get(SCORE_DICTS[kind]) or {})
+    if rub is not None:
+        for kind in ("llm", "regex", "callable", "metric"):
+            scores = rub.get(SCORE_DICTS[kind]) or {}
+            merged.update(_metric_scores(scores) if kind == "metric" else scores)
     for name in global_traits:
-        out["rubric_" + name] = str(merged[name]) if name in merged else ""
+        out["rubric_" + name] = str(merged.get(name, "")) if rub is not None else ""
     if specific:
-        out["question_specific_rubrics"] = json.dumps({n: merged[n] for n in specific if n in merged})
+        chosen = {n: merged[n] for n in specific if n in merged}
+        out["question_specific_rubrics"] = _js(chosen) or "{}"
     return out
+
+
+def _metric_scores(scores: Any) -> Any:
+    """Metric values as Karenina's model holds them (floats)."""
+    if not isinstance(scores, dict):
+        return scores
+    return {k: {m: _float(v) for m, v in ms.items()} if isinstance(ms, dict) else ms for k, ms in scores.items()}
 
 
 def csv_columns(global_traits: list[str], specific: list[str]) -> list[str]:
@@ -386,19 +422,44 @@ def scored_names(source: ox.Store, graph: ox.NamedNode) -> set[str]:
     return names
 
 
+def export_stamp() -> str:
+    """The export time Karenina's CSV exporter writes in every row (the time of the export)."""
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())
+
+
+def _usable(name: str) -> bool:
+    """Karenina's ``_validate_trait_name``: the exporter leaves out (with a warning) a trait whose
+    name is empty, longer than 255 characters or holds a line break or NUL."""
+    return bool(name) and len(name) <= 255 and not any(c in name for c in "\n\r\0")
+
+
 def write_csv(
     fh: IO[str], header: dict[str, Any], rows: Iterable[dict[str, Any]], global_names: list[str], scored: set[str]
 ) -> int:
-    """One row per result; one ``rubric_<trait>`` column per global trait (the run's rubric
-    definition decides which are global), the other traits in ``question_specific_rubrics``."""
-    seen = {n for n in scored if n and "\n" not in n and "\r" not in n}  # names Karenina's CSV skips
-    known = set(global_names)
+    """Karenina's CSV: one row per result; one ``rubric_<trait>`` column per trait of the run's
+    global rubric that a result scores, the other scored traits in ``question_specific_rubrics``
+    (as JSON). ``karenina_version`` is the run's (the Karenina that made the results), where
+    Karenina's exporter writes its own."""
+    seen = {n for n in scored if _usable(n)}
+    known = {n for n in global_names if _usable(n)}
     global_traits = sorted(seen & known)
     specific = sorted(seen - known)
+    stamp = export_stamp()
+    it = iter(rows)
+    first = next(it, None)
+    # lineterminator: the csv module's default, "\r\n", as Karenina's DictWriter writes it.
+    if first is None:
+        csv.writer(fh).writerow(_CSV_EMPTY)
+        return 0
     writer = csv.DictWriter(fh, fieldnames=csv_columns(global_traits, specific))
     writer.writeheader()
     n = 0
-    for row in rows:
-        writer.writerow(csv_row(row, header, global_traits, specific))
+    for row in _chain_one(first, it):
+        writer.writerow(csv_row(row, header, global_traits, specific, stamp))
         n += 1
     return n
+
+
+def _chain_one(first: dict[str, Any], rest: Iterator[dict[str, Any]]) -> Iterator[dict[str, Any]]:
+    yield first
+    yield from rest

@@ -11,6 +11,7 @@ this module only finds where values start.)
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
@@ -40,6 +41,8 @@ def looks_like_results(path: str | Path) -> bool:
     except OSError:
         return False
     if head.startswith(b"SQLite format 3\x00"):
+        return True
+    if re.match(rb'^(\xef\xbb\xbf)?\s*\{\s*"runs"\s*:', head):  # a ResultsStore file (_store_json)
         return True
     version = head.find(b'"format_version"')
     context = head.find(b'"@context"')

@@ -761,7 +761,7 @@ def ordered_results(source: ox.Store, graph: ox.NamedNode) -> list[str]:
 def export_run(store: GraphStore, ref: str, out: str | Path | IO[str], fmt: str = "karenina-json") -> int:
     """Write a run as a Karenina results export (``karenina-json``, format 2.2) or as CSV."""
     if fmt not in ("karenina-json", "csv"):
-        raise InvalidValueError(f"unknown results format {fmt!r}: karenina-json or csv")
+        raise InvalidValueError(f"unknown results format {fmt!r}: karenina-json, csv or karenina-db")
     run, graph = resolve_run(store, ref)
     source = run_reader(store, graph)
     header = run_header(source, graph, run)

@@ -5,7 +5,15 @@ results written to the store as they complete. See docs/verification.md."""
 from karenina_rdf.runner.providers import ChatRequest, ChatResponse, FunctionProvider, Message, Provider, Usage
 from karenina_rdf.runner.sandbox import Limits, Sandbox, SandboxOutcome
 
+from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig, QuestionFewShotConfig
+from ._config import few_shot_for_mode as few_shot_for_mode
 from ._generate import GeneratedTemplate, generate_templates
+
+# The public karenina_rdf.Benchmark (exported there): the authoring handle and the members that
+# call models, with what they return.
+from ._members import Benchmark as Benchmark
+from ._members import TemplateProgressEvent as TemplateProgressEvent
+from ._members import VerificationResultSet as VerificationResultSet
 
 # For the command line, not the Python API (hence not in __all__): the run modes it offers and
 # how it builds providers for a store (replay, record, response cache).
@@ -17,12 +25,16 @@ from ._tasks import ModelSpec
 __all__ = [
     "ChatRequest",
     "ChatResponse",
+    "DeepJudgmentConfig",
+    "FewShotConfig",
     "FunctionProvider",
     "GeneratedTemplate",
     "Limits",
     "Message",
     "ModelSpec",
+    "PromptConfig",
     "Provider",
+    "QuestionFewShotConfig",
     "RunOptions",
     "RunReport",
     "Sandbox",

@@ -71,7 +71,7 @@ def generate_templates(
     ids = questions or bench.get_question_ids()
     out = []
     for qid in ids:
-        q = bench.get_question(qid)
+        q = bench.question_view(qid)
         if q.has_template and not overwrite:
             continue
         made = _one(model, sandbox, qid, q.question, q.raw_answer, q.answer_notes)
@@ -129,3 +129,11 @@ def _one(
             question_id=qid, stored=False, code=code, reason=f"the template rejects the reference answer ({why})"
         )
     return GeneratedTemplate(question_id=qid, stored=True, code=code)
+
+
+def generate_one(
+    model: ModelSpec, sandbox: SandboxLike, qid: str, question: str, raw_answer: str, notes: str | None
+) -> GeneratedTemplate:
+    """One question's template, checked as ``generate_templates`` checks it and not stored
+    (``Benchmark.generate_template_for_question`` stores it)."""
+    return _one(model, sandbox, qid, question, raw_answer, notes)

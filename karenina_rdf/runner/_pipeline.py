@@ -1,5 +1,6 @@
 """One task through Karenina's stages (verification spec §3): ValidateTemplate, GenerateAnswer,
-ParseTemplate, VerifyTemplate, RubricEvaluation, FinalizeResult.
+AbstentionCheck, SufficiencyCheck, ParseTemplate, VerifyTemplate, RubricEvaluation (with the
+dynamic rubric's presence check first), FinalizeResult.
 
 Each stage runs only while no error is recorded; FinalizeResult always runs, so every task
 returns exactly one result, failures included (classified by ``_record.classify``). Template
@@ -7,8 +8,13 @@ code and callable traits run in the sandbox, never here. The answer of a (questi
 replicate) is generated once and shared by every judge (§2.4); a failed generation is not
 shared: the next task asking for it tries again.
 
-Not run (docs/verification.md lists them): abstention and sufficiency checks, the embedding
-check, deep judgment, agentic parsing and agentic traits, dynamic rubrics, MCP tools.
+The two checks run only when switched on (Karenina's ``abstention_enabled``,
+``sufficiency_enabled``); a positive check sets ``verify_result`` False and skips parsing and
+verification, never the rubric. A check that fails (call or reply) is recorded as not performed
+and does not fail the task, as in Karenina.
+
+Not run (docs/verification.md lists them): the embedding check, deep judgment for rubric traits, agentic parsing
+and agentic traits, MCP tools.
 """
 
 from __future__ import annotations
@@ -22,6 +28,15 @@ from typing import Any, Literal, Protocol
 from karenina_rdf._errors import ProviderError
 from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, json_object
 
+from ._checks import (
+    ABSTENTION_SCHEMA,
+    SUFFICIENCY_SCHEMA,
+    abstention_messages,
+    read_verdict,
+    sufficiency_messages,
+)
+from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
+from ._deep_judgment import AUTOFAIL_STAGE, DeepJudgmentError, Outcome, reasoning_text, run_steps
 from ._prompts import answering_messages, parsing_messages
 from ._record import RETRY_CATEGORIES, StageError, TaskState, finalize, fresh_result
 from ._tasks import ModelSpec, Task
@@ -95,9 +110,14 @@ class Pipeline:
         rubric_strategy: Literal["batch", "sequential"] = "batch",
         budgets: dict[str, int] | None = None,
         run_name: str | None = None,
-        few_shot: bool = False,
+        few_shot: bool | FewShotConfig | None = False,
         answers: Answers | None = None,
         cost: Any = None,
+        abstention: bool = False,
+        sufficiency: bool = False,
+        prompt_config: PromptConfig | None = None,
+        global_dynamic: tuple[Any, ...] = (),
+        deep_judgment: DeepJudgmentConfig | None = None,
     ) -> None:
         self.sandbox = sandbox
         self.global_traits = list(global_traits)
@@ -105,7 +125,15 @@ class Pipeline:
         self.rubric_strategy = rubric_strategy
         self.budgets = budgets or {}
         self.run_name = run_name
-        self.few_shot = few_shot
+        # few_shot=True is Karenina's default FewShotConfig (every example of the question).
+        self.few_shot: FewShotConfig | None = (
+            FewShotConfig() if few_shot is True else few_shot if isinstance(few_shot, FewShotConfig) else None
+        )
+        self.abstention = abstention
+        self.sufficiency = sufficiency
+        self.prompts = prompt_config or PromptConfig()
+        self.global_dynamic = list(global_dynamic)
+        self.deep_judgment = deep_judgment or DeepJudgmentConfig()
         self.answers = answers or Answers()
         self.cost = cost or (lambda model, usage: None)
         self._templates: dict[str, Any] = {}
@@ -130,12 +158,18 @@ class Pipeline:
         return hit
 
     def _call(
-        self, state: TaskState, spec: ModelSpec, stage: str, messages: tuple[Message, ...], **kw: Any
+        self,
+        state: TaskState,
+        spec: ModelSpec,
+        stage: str,
+        messages: tuple[Message, ...],
+        temperature: float | None = None,
+        **kw: Any,
     ) -> ChatResponse:
         request = ChatRequest(
             model=spec.model,
             messages=messages,
-            temperature=spec.temperature,
+            temperature=spec.temperature if temperature is None else temperature,
             max_tokens=spec.max_tokens,
             stage=stage,
             **kw,
@@ -154,8 +188,9 @@ class Pipeline:
             return Answer(
                 None, error=StageError("unexpected_error", "generate_answer", "no recorded answer for this task")
             )
-        examples = list(task.question.examples) if self.few_shot else None
-        messages = answering_messages(task.question.text, spec.system_prompt, examples)
+        messages = answering_messages(
+            task.question.text, spec.system_prompt, self._examples(task), self.prompts.for_task("generation")
+        )
         try:
             request = ChatRequest(
                 model=spec.model,
@@ -170,6 +205,12 @@ class Pipeline:
         except ProviderError as exc:
             return Answer(None, error=_stage_error("generate_answer", exc), system_prompt=messages[0].content)
         return Answer(response.text, response=response, system_prompt=messages[0].content)
+
+    def _examples(self, task: Task) -> list[dict[str, str]] | None:
+        if self.few_shot is None or not self.few_shot.enabled:
+            return None
+        q = task.question
+        return self.few_shot.examples_for(q.question_id, list(q.examples), q.text)
 
     def run(self, task: Task) -> tuple[dict[str, Any], dict[str, float | None]]:
         """The task's result record (Karenina's VerificationResult as JSON) and its cost in USD
@@ -205,9 +246,9 @@ class Pipeline:
         result = self._skeleton(task)
         meta, tpl = result["metadata"], result["template"]
         state = TaskState()
-        if self.few_shot and task.answerer is not None:
+        if self.few_shot is not None and self.few_shot.enabled and task.answerer is not None:
             meta["few_shot_enabled"] = True
-            meta["few_shot_example_count"] = len(q.examples)
+            meta["few_shot_example_count"] = len(self._examples(task) or ())
         templated = task.mode != "rubric_only"
         schema: dict[str, Any] | None = None
         regex_only = False
@@ -242,9 +283,44 @@ class Pipeline:
             else:
                 response_text = answer.text or ""
                 tpl["raw_llm_response"] = response_text
-        # ParseTemplate + VerifyTemplate
-        if templated and state.error is None and response_text is not None:
-            self._parse_and_verify(task, state, tpl, response_text, schema or {}, regex_only)
+        # AbstentionCheck (every mode), then SufficiencyCheck (template modes, no abstention)
+        if self.abstention and state.error is None and response_text is not None:
+            t0 = time.perf_counter()
+            self._check(
+                task,
+                state,
+                tpl,
+                "abstention",
+                abstention_messages(q.text, response_text, self.prompts.for_task("abstention_detection")),
+            )
+            self._took("abstention_check", t0)
+        if (
+            self.sufficiency
+            and templated
+            and state.error is None
+            and response_text is not None
+            and not tpl["abstention_detected"]
+        ):
+            t0 = time.perf_counter()
+            self._check(
+                task,
+                state,
+                tpl,
+                "sufficiency",
+                sufficiency_messages(
+                    q.text, response_text, schema or {}, self.prompts.for_task("sufficiency_detection")
+                ),
+            )
+            self._took("sufficiency_check", t0)
+        # ParseTemplate + VerifyTemplate: not after an abstention or an insufficient response
+        if (
+            templated
+            and state.error is None
+            and response_text is not None
+            and not tpl["abstention_detected"]
+            and tpl["sufficiency_detected"] is not False
+        ):
+            self._parse_and_verify(task, state, result, response_text, schema or {}, regex_only)
         # RubricEvaluation (independent of the template's verdict, §3.3)
         if task.mode != "template_only" and state.error is None and response_text is not None:
             t0 = time.perf_counter()
@@ -255,24 +331,88 @@ class Pipeline:
         self._took("finalize_result", t0)
         return result, state.costs
 
+    def _check(
+        self, task: Task, state: TaskState, tpl: dict[str, Any], check: str, messages: tuple[Message, ...]
+    ) -> None:
+        """AbstentionCheck or SufficiencyCheck: ask the judge (at temperature 0, as Karenina), record
+        the four ``<check>_*`` fields, and on a positive check set ``verify_result`` False."""
+        field, default, schema = (
+            ("abstention_detected", False, ABSTENTION_SCHEMA)
+            if check == "abstention"
+            else ("sufficient", True, SUFFICIENCY_SCHEMA)
+        )
+        state.last_stage = f"{check}_check"
+        judge = task.judge
+        request = ChatRequest(
+            model=judge.model,
+            messages=messages,
+            temperature=0.0,
+            max_tokens=judge.max_tokens,
+            json_schema=schema,
+            stage=f"{check}_check",
+            label=task.question.question_id,
+        )
+        text: str | None = None
+        try:
+            response = judge.provider.complete(request)
+        except ProviderError as exc:  # Karenina logs it and records the check as not performed
+            state.add_retries(exc.retries)
+        else:
+            state.add_call(f"{check}_check", response, self._price(judge.model, response))
+            text = response.text
+        verdict = read_verdict(text, field, default)
+        override = verdict.performed and (verdict.detected if check == "abstention" else not verdict.detected)
+        if override:
+            tpl["verify_result"] = False
+        tpl[f"{check}_check_performed"] = verdict.performed
+        tpl[f"{check}_detected"] = verdict.detected
+        tpl[f"{check}_override_applied"] = override
+        tpl[f"{check}_reasoning"] = verdict.reasoning
+
     def _parse_and_verify(
-        self, task: Task, state: TaskState, tpl: dict[str, Any], response: str, schema: dict[str, Any], regex_only: bool
+        self,
+        task: Task,
+        state: TaskState,
+        result: dict[str, Any],
+        response: str,
+        schema: dict[str, Any],
+        regex_only: bool,
     ) -> None:
         q = task.question
+        tpl = result["template"]
         parsed: dict[str, Any] | None = None
+        steps: Outcome | None = None
+        dj = self.deep_judgment
         if not regex_only:
             state.last_stage = "parse_template"
             t0 = time.perf_counter()
             try:
+                text_to_parse = response
+                if dj.mode != "disabled":
+                    steps = run_steps(
+                        lambda stage, messages: self._call(state, task.judge, stage, messages, label=q.question_id),
+                        mode=dj.mode,
+                        question=q.text,
+                        response=response,
+                        schema=schema,
+                        max_excerpts=dj.max_excerpts_per_attribute,
+                        threshold=dj.fuzzy_match_threshold,
+                        retry_attempts=dj.excerpt_retry_attempts,
+                        instructions=self.prompts.for_task("deep_judgment"),
+                    )
+                    text_to_parse = reasoning_text(q.text, steps.reasoning)
                 reply = self._call(
                     state,
                     task.judge,
                     "parsing",
-                    parsing_messages(q.text, response, schema),
+                    parsing_messages(q.text, text_to_parse, schema, self.prompts.for_task("parsing")),
                     json_schema=schema,
                     label=q.question_id,
                 )
                 parsed = json_object(reply.text)
+            except DeepJudgmentError as exc:
+                state.error = StageError("parsing", "parse_template", f"Deep judgment parsing failed: {exc}")
+                return
             except ProviderError as exc:
                 state.error = _stage_error("parse_template", exc)
                 state.add_retries(exc.retries)
@@ -296,18 +436,94 @@ class Pipeline:
                 state.error = StageError("unexpected_error", "verify_template", f"sandbox ({outcome.kind}): {error}")
             return
         tpl.update(outcome.value)
+        if steps is not None:
+            steps.calls += 1  # the parse call
+            steps.stages.append("parameters")
+            result["deep_judgment"] = {
+                "deep_judgment_mode": dj.mode,
+                "deep_judgment_performed": True,
+                "extracted_excerpts": steps.excerpts,
+                "attribute_reasoning": steps.reasoning,
+                "deep_judgment_stages_completed": steps.stages,
+                "deep_judgment_model_calls": steps.calls,
+                "deep_judgment_excerpt_retry_count": steps.retries,
+                "attributes_without_excerpts": steps.without,
+                "deep_judgment_search_enabled": False,
+                "hallucination_risk_assessment": None,
+            }
+            # DeepJudgmentAutoFail (full mode): a verdict resting on an attribute without evidence fails.
+            if dj.mode == "full" and steps.without and not tpl["abstention_detected"]:
+                tpl["verify_result"] = False
+                state.autofail = state.autofail or AUTOFAIL_STAGE
 
     def _rubric(self, task: Task, state: TaskState, result: dict[str, Any], response: str) -> None:
-        from karenina_rdf.runner.rubric import evaluate_rubric, merge_rubrics
+        from karenina_rdf.runner.rubric import (
+            ABSENT,
+            AGENTIC_SKIPPED,
+            PRESENCE_SCHEMA,
+            check_conflicts,
+            evaluate_rubric,
+            merge_dynamic,
+            merge_rubrics,
+            presence_messages,
+            read_presence,
+        )
 
         state.last_stage = "rubric_evaluation"
+        own = list(task.question.traits)
         try:
-            traits, provenance = merge_rubrics(self.global_traits or None, list(task.question.traits) or None)
+            traits, provenance = merge_rubrics(self.global_traits or None, [t for t in own if not t.dynamic] or None)
         except ValueError as exc:
             state.warn(f"Rubric evaluation failed: {exc}")
             return
+        instructions = self.prompts.for_task("rubric_evaluation")
+        promoted: list[str] = []
+        skipped: dict[str, str] = {}
+        dynamic_all = self.global_dynamic + [t for t in own if t.dynamic]
+        dynamic = [t for t in dynamic_all if t.trait_type != "agentic"]
+        for t in dynamic_all:
+            if t.trait_type == "agentic":
+                state.warn(f"not evaluated: {t.name}: {AGENTIC_SKIPPED}")
+        if dynamic:
+            # Karenina raises these in the stage, outside its rubric try: the task's error.
+            try:
+                merge_dynamic(self.global_dynamic, [t for t in own if t.dynamic])
+                check_conflicts(traits, dynamic)
+            except ValueError as exc:
+                state.error = StageError("unexpected_error", "rubric_evaluation", str(exc))
+                return
+            try:
+                reply = self._call(
+                    state,
+                    task.judge,
+                    "dynamic_rubric_presence_check",
+                    presence_messages(dynamic, response, self.prompts.for_task("rubric_dynamic_presence_check")),
+                    json_schema=PRESENCE_SCHEMA,
+                    label=task.question.question_id,
+                    temperature=0.0,  # Karenina's presence check runs at temperature 0
+                )
+            except ProviderError as exc:
+                state.error = _stage_error("rubric_evaluation", exc)
+                state.add_retries(exc.retries)
+                return
+            try:
+                present = read_presence(reply.text)
+            except ValueError as exc:
+                state.error = StageError(
+                    "unexpected_error", "rubric_evaluation", f"dynamic rubric presence check: {exc}"
+                )
+                return
+            for t in dynamic:
+                if present.get(t.name, False):
+                    promoted.append(t.name)
+                else:
+                    skipped[t.name] = ABSENT
+            kinds = ("llm", "regex", "callable", "metric", "agentic")
+            chosen = [t for t in dynamic if t.name in promoted]
+            traits = [t for k in kinds for part in (traits, chosen) for t in part if t.trait_type == k]
+            provenance = {**provenance, **{n: "dynamic" for n in promoted}}
         if not traits:
-            return
+            return  # Karenina: nothing evaluable after the presence check, no rubric part
         outcome = evaluate_rubric(
             traits,
             provenance,
@@ -320,6 +536,7 @@ class Pipeline:
             trust_callables=self.trust_callables,
             strategy=self.rubric_strategy,
             temperature=task.judge.temperature,
+            instructions=instructions,
         )
         for call in outcome.calls:
             state.add_call("rubric_evaluation", call, self._price(task.judge.model, call))
@@ -327,4 +544,8 @@ class Pipeline:
             state.warn(warning)
         for note in outcome.skipped:
             state.warn(f"not evaluated: {note}")
-        result["rubric"] = outcome.part
+        part = outcome.part
+        if dynamic:
+            part["dynamic_rubric_skipped_traits"] = skipped or None
+            part["dynamic_rubric_promoted_traits"] = promoted or None
+        result["rubric"] = part

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from karenina_rdf.runner.providers import Message
+from karenina_rdf.runner.providers import Message, with_instructions
 
 DEFAULT_ANSWERING_SYSTEM_PROMPT = "You are an expert assistant. Answer the question accurately and concisely."
 
@@ -33,11 +33,16 @@ PARSING_HINTS = "\nField extraction guidance:\n{hints}\n"
 
 
 def answering_messages(
-    question: str, system_prompt: str | None, examples: list[dict[str, str]] | None
+    question: str,
+    system_prompt: str | None,
+    examples: list[dict[str, str]] | None,
+    instructions: str | None = None,
 ) -> tuple[Message, ...]:
-    """System prompt, then the question, preceded by few-shot examples as alternating
-    ``Question:``/``Answer:`` blocks ending in the question and a bare ``Answer:`` (§5.4)."""
+    """System prompt (then PromptConfig's ``generation`` instructions), then the question,
+    preceded by few-shot examples as alternating ``Question:``/``Answer:`` blocks ending in the
+    question and a bare ``Answer:`` (§5.4)."""
     system = system_prompt if system_prompt is not None else DEFAULT_ANSWERING_SYSTEM_PROMPT
+    system = with_instructions(system, instructions)
     if examples:
         blocks = [f"Question: {e['question']}\nAnswer: {e['answer']}" for e in examples]
         blocks.append(f"Question: {question}\nAnswer:")
@@ -47,13 +52,17 @@ def answering_messages(
     return (Message(role="system", content=system), Message(role="user", content=user))
 
 
-def parsing_messages(question: str, response: str, schema: dict[str, Any]) -> tuple[Message, ...]:
+def parsing_messages(
+    question: str, response: str, schema: dict[str, Any], instructions: str | None = None
+) -> tuple[Message, ...]:
     """The judge's parsing prompt: the question and the response under two headings, the schema
-    in the system text, and the schema's extraction hints when it has any."""
+    in the system text, the schema's extraction hints when it has any, and PromptConfig's
+    ``parsing`` instructions last (Karenina's assembler appends them after everything else)."""
     system = PARSING_SYSTEM_PROMPT.format(schema=json.dumps(schema, indent=2, ensure_ascii=False))
     hints = _hints(schema)
     if hints:
         system += PARSING_HINTS.format(hints="\n".join(f"- {name}: {hint}" for name, hint in hints))
+    system = with_instructions(system, instructions)
     user = f"## Original question\n{question}\n\n## Response to parse\n{response}"
     return (Message(role="system", content=system), Message(role="user", content=user))
 

@@ -18,6 +18,7 @@ from karenina_rdf.runner.providers import DEFAULT_BUDGETS, ChatResponse
 
 # Karenina's retried failure categories: those with a budget (§9.1 retry_policy).
 RETRY_CATEGORIES = tuple(DEFAULT_BUDGETS)
+_AUTOFAIL_CATEGORY = {"DeepJudgmentAutoFail": "deep_judgment", "DeepJudgmentRubricAutoFail": "deep_judgment_rubric"}
 _REASON_LIMIT = 500
 _WARNINGS_LIMIT = 50
 
@@ -63,6 +64,7 @@ class TaskState:
     template_error: str | None = None  # a ValidateTemplate failure: classified template_validation
     last_stage: str = "generate_answer"
     warnings: list[str] = field(default_factory=list)
+    autofail: str | None = None  # the first auto-fail guard that fired (Karenina's failed_stage)
 
     def add_call(self, stage: str, response: ChatResponse, cost: float | None, *, retries: bool = True) -> None:
         """Usage of one call; ``retries=False`` for a call another task made (its answer is
@@ -115,10 +117,13 @@ def retry_counts(state: TaskState, budgets: dict[str, int]) -> dict[str, Any] | 
 
 
 def classify(result: dict[str, Any], state: TaskState) -> dict[str, Any] | None:
-    """Karenina's failure classifier (§8), first match wins. Auto-fail guards are not run here
-    (no agents, no deep judgment), so rule 1 never fires."""
+    """Karenina's failure classifier (§8), first match wins. Of the auto-fail guards only
+    DeepJudgmentAutoFail runs here (the others guard agent runs)."""
     template = result["template"]
     error = state.error
+    if state.autofail is not None:
+        category = _AUTOFAIL_CATEGORY[state.autofail]
+        return _failure(category, state.autofail, f"auto-fail at stage {state.autofail}", None)
     if template.get("template_verification_performed") and template.get("verify_result") is False:
         return _failure("content", "verify_template", "verify() returned False", None)
     if error is not None and error.category in RETRY_CATEGORIES and error.exhausted:

@@ -32,6 +32,7 @@ from karenina_rdf.checkpoint import RubricTrait
 from karenina_rdf.results import LiveRun, RunProvenance, row_key, run_configuration, stored_header
 from karenina_rdf.runner.providers import DEFAULT_BUDGETS
 
+from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
 from ._pipeline import Answers, Pipeline, SandboxLike
 from ._record import RETRY_CATEGORIES
 from ._tasks import MODES, Mode, ModelSpec, Plan, Task, plan, read_questions
@@ -54,9 +55,17 @@ class RunOptions(BaseModel):
     # Run template and callable code unboxed where bubblewrap cannot box it (see runner.sandbox).
     unsafe_no_isolation: bool = False
     rubric_strategy: Literal["batch", "sequential"] = "batch"
-    few_shot: bool = False
+    few_shot: bool = False  # True: Karenina's default FewShotConfig (all the question's examples)
+    few_shot_config: FewShotConfig | None = None  # Karenina's; wins over few_shot
+    prompt_config: PromptConfig | None = None  # Karenina's per-task instructions
+    abstention_enabled: bool = False  # Karenina's VerificationConfig switches
+    sufficiency_enabled: bool = False
+    deep_judgment: DeepJudgmentConfig = DeepJudgmentConfig()  # Karenina's deep_judgment_* (templates)
     run_id: str | None = None
     run_name: str | None = None
+
+    def few_shot_effective(self) -> FewShotConfig | None:
+        return self.few_shot_config if self.few_shot_config is not None else FewShotConfig() if self.few_shot else None
 
 
 class RunReport(BaseModel):
@@ -74,6 +83,8 @@ class RunReport(BaseModel):
     passed: int
     failed: int
     failures: dict[str, int]
+    abstained: int | None = None  # results whose abstention check found an abstention (None: check off)
+    insufficient: int | None = None  # results found insufficient by the sufficiency check (None: check off)
     cost_usd: float | None
     seconds: float
     notes: tuple[str, ...] = ()
@@ -112,6 +123,8 @@ def _model_record(m: ModelSpec | dict[str, Any]) -> dict[str, Any]:
         "temperature": m.temperature,
         "max_tokens": m.max_tokens,
         "system_prompt": m.system_prompt,
+        # Part of the results' model identity: a resumed run must rebuild it to find its results.
+        **({"config_id": m.config_id} if m.config_id else {}),
     }
 
 
@@ -136,8 +149,10 @@ def rubric_definition(traits: Iterable[RubricTrait]) -> dict[str, Any] | None:
 class _Progress:
     """A rich progress bar (counts, pass/fail, ETA) on stderr, or nothing."""
 
-    def __init__(self, total: int, done: int, enabled: bool) -> None:
+    def __init__(self, total: int, done: int, enabled: bool, callback: Any = None) -> None:
         self.bar: Any = None
+        # Karenina's progress_callback(percentage, message), called as results are stored.
+        self.callback, self.total, self.done = callback, total, done
         if not enabled:
             return
         from rich.console import Console
@@ -164,6 +179,10 @@ class _Progress:
         self.bar.start()
 
     def update(self, advance: int, passed: int, failed: int) -> None:
+        self.done += advance
+        if self.callback is not None:
+            pct = self.done / self.total * 100 if self.total else 100.0
+            self.callback(pct, f"{self.done}/{self.total} verified: {passed} passed, {failed} failed")
         if self.bar is not None:
             self.bar.update(self.task, advance=advance, status=f"[green]{passed} passed[/] [red]{failed} failed[/]")
 
@@ -192,11 +211,16 @@ def run_verification(
     extra_config: dict[str, Any] | None = None,
     stop: threading.Event | None = None,
     informed_by: str | None = None,
+    progress_callback: Any = None,
+    extend: bool = False,
 ) -> RunReport:
     """Run ``benchmark``'s finished questions past the answering models (or the recorded
     ``answers``, keyed by (question id, answerer key, replicate), of ``answer_identities``) and
     the judges; every result is stored as it completes, in run ``options.run_id`` (new) or in
-    run ``resume`` (continued: its stored results are not run again)."""
+    run ``resume`` (continued: its stored results are not run again). With ``extend`` the run
+    ``resume`` may be continued with more answerers, judges, replicates or questions (Karenina's
+    extend_template): its stored answers are graded by the new judges, and the configuration
+    given becomes the run's."""
     opts = options or RunOptions()
     started = time.time()
     bench_iri, bench_graph = store.graph_of(benchmark)
@@ -206,11 +230,19 @@ def run_verification(
     questions, notes = read_questions(store, bench_iri, list(opts.questions) if opts.questions else None)
     if not questions:
         raise VerificationError(f"benchmark {bench.id!r} has no finished question to verify")
-    global_traits = bench.get_global_rubric() or []
+    # The global rubric as stored (Karenina's checkpoint ``rating``), dynamic traits included:
+    # read from the graph here, not through the authoring API, which leaves dynamic traits out.
+    stored = [RubricTrait.from_rating(r) for r in bench._header().get("rating") or []]
+    global_traits = [tr for tr in stored if not tr.dynamic]
+    global_dynamic = [tr for tr in stored if tr.dynamic]
     rubric_modes = opts.mode != "template_only"
+    if global_dynamic and not rubric_modes:
+        notes.append(
+            f"{len(global_dynamic)} dynamic rubric trait(s) not evaluated: mode template_only evaluates no rubric"
+        )
     the_plan: Plan = plan(
         questions,
-        global_traits if rubric_modes else None,
+        global_traits + global_dynamic if rubric_modes else None,
         answerers if answerers else (answer_identities or []),
         judges,
         opts.mode,
@@ -241,6 +273,11 @@ def run_verification(
         "trust_callables": opts.trust_callables,
         "rubric_strategy": opts.rubric_strategy,
         "few_shot": opts.few_shot,
+        "few_shot_config": fs.model_dump() if (fs := opts.few_shot_effective()) is not None else None,
+        "prompt_config": opts.prompt_config.model_dump(exclude_none=True) if opts.prompt_config else None,
+        "abstention_enabled": opts.abstention_enabled,
+        "sufficiency_enabled": opts.sufficiency_enabled,
+        "deep_judgment": opts.deep_judgment.model_dump(),
         "run_name": opts.run_name,
         "retry_budgets": DEFAULT_BUDGETS,
         **(extra_config or {}),
@@ -264,6 +301,7 @@ def run_verification(
         answer_identities,
         global_traits,
         resume,
+        extend,
     )
     done_keys = live.stored_keys()
     todo = [tk for tk in the_plan.tasks if _key(tk, opts.run_name) not in done_keys]
@@ -283,15 +321,20 @@ def run_verification(
         rubric_strategy=opts.rubric_strategy,
         budgets=DEFAULT_BUDGETS,
         run_name=opts.run_name,
-        few_shot=opts.few_shot,
+        few_shot=opts.few_shot_effective(),
         answers=Answers(answers if answers is not None else _answers_of(store, resume, done_keys)),
         cost=cost,
+        abstention=opts.abstention_enabled,
+        sufficiency=opts.sufficiency_enabled,
+        prompt_config=opts.prompt_config,
+        global_dynamic=tuple(global_dynamic) if rubric_modes else (),
+        deep_judgment=opts.deep_judgment,
     )
     counts: Counter[str] = Counter()
     total_cost: list[float | None] = [0.0]
     # Until _execute says otherwise: an error escaping it leaves a run --resume can finish.
     status: Literal["completed", "interrupted"] = "interrupted"
-    bar = _Progress(len(the_plan.tasks), skipped, progress)
+    bar = _Progress(len(the_plan.tasks), skipped, progress, progress_callback)
     try:
         status = _execute(todo, pipeline, live, opts.concurrency, counts, total_cost, bar, stop or threading.Event())
     finally:
@@ -321,6 +364,8 @@ def run_verification(
         passed=counts["passed"],
         failed=counts["failed"],
         failures=failures,
+        abstained=counts["abstained"] if opts.abstention_enabled else None,
+        insufficient=counts["insufficient"] if opts.sufficiency_enabled else None,
         cost_usd=total_cost[0],
         seconds=round(time.time() - started, 3),
         notes=tuple(notes),
@@ -359,17 +404,21 @@ def _open_run(
     identities: list[dict[str, Any]] | None,
     global_traits: list[RubricTrait],
     resume: str | None,
+    extend: bool = False,
 ) -> LiveRun:
     if resume is not None:
         stored = stored_config(store, resume)
-        keys = ("benchmark_iri", "mode", "replicates", "questions", "answerers", "judges", "run_name")
+        keys: tuple[str, ...] = ("benchmark_iri", "mode", "replicates", "questions", "answerers", "judges", "run_name")
+        if extend:  # more models, replicates or questions: what the results are must not change
+            keys = ("benchmark_iri", "mode", "run_name")
         diff = [k for k in keys if stored.get(k) != config.get(k)]
         if diff:
             raise VerificationError(
                 f"run {resume!r} was started with other settings ({', '.join(diff)}): "
                 "resume it with the settings it was started with"
             )
-        config = stored
+        if not extend:
+            config = stored
     now = time.time()
     header: dict[str, Any] = {
         "format_version": "2.2",
@@ -523,6 +572,9 @@ def _store(
     passed = failed = 0
     for result, costs in (batch[i] for i in stored):
         counts["done"] += 1
+        tpl = result["template"]
+        counts["abstained"] += tpl.get("abstention_detected") is True
+        counts["insufficient"] += tpl.get("sufficiency_detected") is False
         failure = result["metadata"]["failure"]
         verdict = result["template"]["verify_result"]
         if failure is None:
@@ -558,6 +610,11 @@ def verify(
     trust_callables: bool = False,
     unsafe_no_isolation: bool = False,
     few_shot: bool = False,
+    few_shot_config: FewShotConfig | dict[str, Any] | None = None,
+    prompt_config: PromptConfig | dict[str, Any] | None = None,
+    abstention: bool = False,
+    sufficiency: bool = False,
+    deep_judgment: DeepJudgmentConfig | dict[str, Any] | None = None,
     run: str | None = None,
     run_name: str | None = None,
     resume: str | None = None,
@@ -589,6 +646,11 @@ def verify(
         trust_callables = trust_callables or stored["trust_callables"]
         run_name = run_name or stored["run_name"]
         few_shot = few_shot or bool(stored.get("few_shot"))
+        few_shot_config = few_shot_config or stored.get("few_shot_config")
+        prompt_config = prompt_config or stored.get("prompt_config")
+        abstention = abstention or bool(stored.get("abstention_enabled"))
+        sufficiency = sufficiency or bool(stored.get("sufficiency_enabled"))
+        deep_judgment = deep_judgment or stored.get("deep_judgment")
         strategy = "sequential" if stored.get("rubric_strategy") == "sequential" else strategy
         answers = answers or stored.get("answers_file")
         # The same server answers the rest of the run, and a replayed run stays replayed.
@@ -624,6 +686,11 @@ def verify(
             trust_callables=trust_callables,
             unsafe_no_isolation=unsafe_no_isolation,
             few_shot=few_shot,
+            few_shot_config=FewShotConfig.model_validate(few_shot_config) if few_shot_config else None,
+            prompt_config=PromptConfig.model_validate(prompt_config) if prompt_config else None,
+            abstention_enabled=abstention,
+            sufficiency_enabled=sufficiency,
+            deep_judgment=DeepJudgmentConfig.model_validate(deep_judgment or {}),
             rubric_strategy=strategy,
             run_id=run,
             run_name=run_name,

@@ -106,7 +106,7 @@ def read_questions(
     out = []
     unfinished = 0
     for qid in ids:
-        q = bench.get_question(qid)
+        q = bench.question_view(qid)
         if not q.finished:
             unfinished += 1
             continue

@@ -1,7 +1,18 @@
 """SPARQL apart from any store or web framework: named queries (``queries/*.rq``) with typed
 parameters bound as terms (``_named``), what the endpoint must know of a query's text
-(``_text``), the SPARQL 1.1 Protocol (``_protocol``) and the generated docs (``_docs``)."""
+(``_text``), the full-text index (``_fulltext``), the SPARQL 1.1 Protocol (``_protocol``) and
+the generated docs (``_docs``)."""
 
+from ._fulltext import (
+    FIELDS,
+    INDEX_FILE,
+    Hit,
+    Hits,
+    Row,
+    SearchSyntaxError,
+    TextIndex,
+    sparql_functions,
+)
 from ._named import (
     NamedQuery,
     QueryParam,
@@ -33,6 +44,14 @@ from ._text import dataset_clauses
 from ._worker import GRAPH_FORMATS, RESULT_FORMATS
 
 __all__ = [
+    "FIELDS",
+    "INDEX_FILE",
+    "Hit",
+    "Hits",
+    "Row",
+    "SearchSyntaxError",
+    "TextIndex",
+    "sparql_functions",
     "GRAPHS",
     "GRAPH_FORMATS",
     "Limits",

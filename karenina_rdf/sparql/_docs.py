@@ -32,6 +32,16 @@ never SPARQL text: `--param 'keyword=x" }} DROP ALL #'` looks for that odd keywo
 nothing. An optional parameter left out stays unbound (`BOUND(?name)` tells). Parameters must be
 used in the WHERE group itself, not only inside a subquery, which does not see outer bindings.
 
+**Full-text search.** A `search` parameter NAME is a full-text query (words, all of them;
+`word*` a prefix; `"a phrase"`; `OR` between two; case and accents ignored): `?NAME` is bound to
+its text, and a second `VALUES` block binds `?NAME_hit` and `?NAME_score` to each question the
+store's full-text index finds (question text, reference answer, keywords, template code) and its
+bm25 score, higher is better; join on `?NAME_hit` (see `search`). In any query,
+`karenina:textScore(?q, "query")` is that score for the question `?q` (unbound when it does not
+match) and `karenina:textMatch(?q, "query")` a boolean: they work everywhere, the endpoint's
+worker processes included, but are called once per row (seconds over every question of a
+100k-question store), where a `search` parameter joins only the hits.
+
 Every query runs over the live benchmarks and verification runs (the union of their graphs, plus
 the catalog and the failure vocabulary) with the prefixes {prefixes} declared.
 

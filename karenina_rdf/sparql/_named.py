@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 from pathlib import Path
@@ -39,7 +39,11 @@ from ._worker import GRAPH_FORMATS, RESULT_FORMATS
 
 QUERIES_DIR = Path(__file__).resolve().parent / "queries"  # the top-level queries/ (a symlink in the source tree)
 XSD = "http://www.w3.org/2001/XMLSchema#"
-TYPES = ("string", "integer", "decimal", "double", "boolean", "date", "datetime", "iri")
+TYPES = ("string", "integer", "decimal", "double", "boolean", "date", "datetime", "iri", "search")
+# A "search" parameter NAME is a full-text query: ?NAME is bound to its text, and ?NAME_hit /
+# ?NAME_score to each question the store's full-text index finds and its bm25 score (a VALUES
+# block the rest of the query joins with).
+HIT, SCORE = "_hit", "_score"
 _NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -76,8 +80,11 @@ class NamedQuery(BaseModel):
     sparql: str
     path: str | None = None
 
-    def bind(self, values: Mapping[str, Any] | None = None) -> str:
-        """The query text with ``values`` bound (defaults for the ones not given)."""
+    def bind(
+        self, values: Mapping[str, Any] | None = None, *, search: Callable[[str], Mapping[str, float]] | None = None
+    ) -> str:
+        """The query text with ``values`` bound (defaults for the ones not given). ``search``:
+        question IRI → score for a full-text query (``Store``'s index), for ``search`` parameters."""
         values = dict(values or {})
         known = {p.name for p in self.params}
         unknown = sorted(set(values) - known)
@@ -97,7 +104,21 @@ class NamedQuery(BaseModel):
                     )
                 continue
             bound[p.name] = to_term(raw, p.type, f"parameter {p.name!r} of query {self.name!r}")
-        return bind_values(self.sparql, bound)
+        sparql = bind_values(self.sparql, bound)
+        for p in self.params:
+            if p.type != "search" or p.name not in bound:
+                continue
+            if search is None:
+                raise InvalidValueError(
+                    f"query {self.name!r}: parameter {p.name!r} is a full-text search; run the query through a Store"
+                )
+            hits = search(str(values.get(p.name, p.default)))
+            double = ox.NamedNode(XSD + "double")
+            rows = " ".join(f"({ox.NamedNode(iri)} {ox.Literal(repr(s), datatype=double)})" for iri, s in hits.items())
+            at = where_brace(sparql)
+            block = f" VALUES (?{p.name}{HIT} ?{p.name}{SCORE}) {{ {rows} }}"
+            sparql = f"{sparql[: at + 1]}{block}{sparql[at + 1 :]}"
+        return sparql
 
     def _param_list(self) -> str:
         return ", ".join(p.usage() for p in self.params) or "none"
@@ -107,7 +128,7 @@ def to_term(value: Any, type_: str, what: str = "value") -> ox.NamedNode | ox.Li
     """``value`` (a Python value or the text a user typed) as the RDF term of ``type_``."""
     text = value if isinstance(value, str) else None
     try:
-        if type_ == "string":
+        if type_ in ("string", "search"):
             return ox.Literal(str(value))
         if type_ == "iri":
             return ox.NamedNode(str(value))

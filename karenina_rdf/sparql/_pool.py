@@ -336,10 +336,12 @@ class QueryPool:
         max_bytes: int,
         deadline: float,
         timeout: float,
+        text_index: Mapping[str, Any] | None = None,
     ) -> tuple[bytes, str]:
         """Evaluate ``text`` on the current snapshot in a worker and return the serialized result
         and its format name. ``dataset`` None: the one published with the snapshot. A format is
-        a name, or the (status, message) to answer if the result is of that kind. Raises
+        a name, or the (status, message) to answer if the result is of that kind. ``text_index``:
+        where the full-text index is and its functions' IRIs, for a query calling them. Raises
         :class:`QueryFailed`."""
         worker = self._checkout(deadline, timeout)
         with self._lock:
@@ -358,6 +360,7 @@ class QueryPool:
             "max_bytes": max_bytes,
             "seconds": deadline - time.monotonic(),
             "timeout": timeout,
+            "text": dict(text_index) if text_index else None,
         }
         alive = False
         try:

@@ -266,6 +266,10 @@ class Runner:
         # others are filtered for good once they have evaluated a client's query.
         self._federated: ThreadPoolExecutor | None = None
         self._federated_lock = threading.Lock()
+        # The full-text functions a query calls (karenina:textScore …), brought in step first:
+        # pyoxigraph custom functions on threads, and where the index is for a worker process.
+        self.text_functions: Callable[[str], dict[Any, Any] | None] = lambda text: None
+        self.text_index: Callable[[str], Mapping[str, Any] | None] = lambda text: None
 
     def federates(self, text: str) -> bool:
         """Whether ``text`` names SERVICE or LOAD targets, all allowed (``check_services`` has
@@ -350,6 +354,9 @@ class Runner:
                 # is then seen as in progress (Endpoint.dataset).
                 kwargs = dict((dataset or self.default_dataset)())
             try:
+                functions = self.text_functions(op.text)
+                if functions:
+                    kwargs["custom_functions"] = functions
                 results = store.query(op.text, base_iri=op.base, prefixes=dict(PREFIXES), **kwargs)
             except SyntaxError as exc:
                 raise ProtocolError(400, f"SPARQL syntax error: {exc}") from None
@@ -417,6 +424,7 @@ class Runner:
                 max_bytes=limits.max_result_bytes,
                 deadline=started + limits.timeout,
                 timeout=limits.timeout,
+                text_index=self.text_index(op.text),
             )
         except QueryFailed as exc:
             raise ProtocolError(exc.status, exc.message) from None

@@ -28,6 +28,8 @@ from typing import IO, Any, cast
 
 import pyoxigraph as ox
 
+from . import _fulltext
+
 FRAME = struct.Struct("!II")
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 
@@ -98,6 +100,17 @@ class Worker:
     def __init__(self) -> None:
         self.store: Any = None
         self.snapshot: str | None = None
+        self.text_indexes: dict[str, _fulltext.TextIndex] = {}
+
+    def text_functions(self, spec: dict[str, Any] | None) -> dict[Any, Any] | None:
+        """``karenina:textScore`` / ``textMatch`` on the store's full-text index, opened
+        read-only, when the parent says the query calls them (and has brought it in step)."""
+        if not spec:
+            return None
+        path = spec["path"]
+        if path not in self.text_indexes:
+            self.text_indexes[path] = _fulltext.TextIndex(path, read_only=True)
+        return _fulltext.sparql_functions(self.text_indexes[path], spec["score"], spec["match"])
 
     def open(self, snapshot: str) -> None:
         if snapshot != self.snapshot:
@@ -126,6 +139,7 @@ class Worker:
                     request["query"],
                     base_iri=request.get("base"),
                     prefixes=request.get("prefixes") or None,
+                    custom_functions=self.text_functions(request.get("text")),
                     **dataset_kwargs(request.get("dataset") or {}),
                 )
             except SyntaxError as exc:

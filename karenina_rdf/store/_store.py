@@ -31,6 +31,7 @@ from karenina_rdf.checkpoint import benchmark_json, item_json, write_json
 from karenina_rdf.rdf import (
     CATALOG_GRAPH,
     DEFAULT_BASE_IRI,
+    KAR,
     MODELS_GRAPH,
     PREFIXES,
     SCHEMA,
@@ -39,14 +40,24 @@ from karenina_rdf.rdf import (
     graph_iri,
     node_index,
     ordered_items,
+    shadowed_items,
     solutions,
     term_value,
 )
-from karenina_rdf.sparql import bind_values, find_query, looks_like_reference, python_term
+from karenina_rdf.sparql import (
+    Hits,
+    SearchSyntaxError,
+    bind_values,
+    find_query,
+    looks_like_reference,
+    python_term,
+    sparql_functions,
+)
 
 from ._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT, Catalog
 from ._loading import Sink, open_sink
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
+from ._text import TextSync, calls_text_functions
 
 STORE_ENV = "KARENINA_RDF_STORE"
 BASE_IRI_ENV = "KARENINA_RDF_BASE_IRI"
@@ -161,6 +172,7 @@ class GraphStore:
             raise StoreError(f"cannot open store at {self.path}: {exc}{hint}") from None
         self.catalog = Catalog(self._ox)
         self.base_iri = self._settle_base_iri(requested)
+        self.fulltext = TextSync(self)
         if remote is None:
             # One process holds an on-disk store: what is marked pending was left by a crash. On a
             # server another client may be importing right now: remove_orphans() is explicit there.
@@ -212,6 +224,9 @@ class GraphStore:
     def close(self) -> None:
         if not hasattr(self, "_ox"):
             return  # closed already
+        text = getattr(self, "fulltext", None)  # absent when __init__ failed after opening
+        if text is not None:
+            text.close()
         if self.path is not None:
             self._ox.flush()
         if self.remote is not None:
@@ -554,15 +569,24 @@ class GraphStore:
 
     @staticmethod
     def _header_index(source: ox.Store, bench: str, graph: ox.NamedNode) -> dict[str, dict[str, list[Any]]]:
-        return node_index(source, graph, [bench], skip=(f"{bench}/items/", f"{bench}/questions/"))
+        return node_index(source, graph, [bench], skip=(f"{bench}/items/", f"{bench}/questions/", f"{bench}/shadowed/"))
 
     @staticmethod
     def _items_json(source: ox.Store, bench: str, graph: ox.NamedNode) -> Iterator[dict[str, Any]]:
+        # Items shadowed by a later one with their question id go back where they were.
+        shadows = shadowed_items(source, graph, bench)
         for item in ordered_items(source, graph, bench):
             # Item and question share their id segment by construction (_ids.item_iri/question_iri).
             question = bench + "/questions/" + item[len(bench) + len("/items/") :]
             index = node_index(source, graph, [item, question])
+            if shadows:
+                position = index[item].get(KAR.position)
+                at = int(position[0].value) if position else 0
+                while shadows and shadows[0][0] < at:
+                    yield json.loads(shadows.pop(0)[3])
             yield item_json(index, item)
+        for *_, text in shadows:
+            yield json.loads(text)
 
     def delete(self, ref: str) -> BenchmarkSummary:
         bench, graph = self.graph_of(ref)
@@ -593,13 +617,53 @@ class GraphStore:
         """
         bindings = {**(params or {}), **values}
         if looks_like_reference(query):
-            sparql = find_query(query).bind(bindings)
+            sparql = find_query(query).bind(bindings, search=self.fulltext.scores)
         else:
             sparql = bind_values(query, {k: python_term(v) for k, v in bindings.items()})
         try:
-            return self._ox.query(sparql, prefixes=dict(PREFIXES), **self.dataset(benchmarks))
+            kwargs = self.dataset(benchmarks)
+            functions = self.text_functions(sparql)
+            if functions:  # never given to a server (RemoteStore.query takes no functions)
+                kwargs["custom_functions"] = functions
+            return self._ox.query(sparql, prefixes=dict(PREFIXES), **kwargs)
         except SyntaxError as exc:  # pyoxigraph's parse error, as one of ours
             raise InvalidValueError(f"SPARQL syntax error: {exc}") from None
+
+    def text_functions(self, sparql: str) -> dict[ox.NamedNode, Any] | None:
+        """``karenina:textScore`` and ``karenina:textMatch`` for a query that calls them, with
+        the index brought in step first (docs/queries.md § Full-text search)."""
+        if not calls_text_functions(sparql):
+            return None
+        if self.remote is not None:
+            raise InvalidValueError(
+                "karenina:textScore and karenina:textMatch run in this process, over its own index: "
+                "a store on a SPARQL server evaluates queries itself and cannot call them; "
+                "use Store.search_text, or run the query on the store that `karenina-rdf serve` serves"
+            )
+        self.fulltext.sync()
+        return sparql_functions(self.fulltext.index, KAR.textScore, KAR.textMatch)
+
+    def search_text(
+        self,
+        query: str,
+        *,
+        benchmarks: Iterable[str] | None = None,
+        fields: Iterable[str] | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+    ) -> Hits:
+        """Full-text search over question text, reference answer, keywords and template code:
+        ``Hits`` (total count, and ``limit`` hits from ``offset``, best first by bm25). Words
+        are ANDed, ``word*`` is a prefix, ``"a phrase"`` a phrase, ``OR`` takes either side;
+        case and accents are ignored. ``benchmarks``: ids, IRIs or names to search in;
+        ``fields``: some of ``question``, ``answer``, ``keywords``, ``template``."""
+        iris = None if benchmarks is None else [self.resolve(b) for b in benchmarks]
+        try:
+            return self.fulltext.search(
+                query, benchmarks=iris, fields=None if fields is None else list(fields), limit=limit, offset=offset
+            )
+        except SearchSyntaxError as exc:
+            raise InvalidValueError(str(exc)) from None
 
     def dataset(self, benchmarks: Iterable[str] | None = None) -> dict[str, Any]:
         """The dataset a query sees, as keyword arguments of ``pyoxigraph.Store.query``.
@@ -644,8 +708,10 @@ class GraphStore:
         forgotten: the next import of a file replaces. So is every recorded validation, before
         the update too (a validation recorded between the update and the forgetting would
         describe the triples as they were)."""
-        benches = list(self.catalog.benchmarks())
-        for bench in benches:
+        # First (a crash after it only costs a rebuild): the update may change any text, so
+        # every benchmark is indexed again at the next search.
+        self.fulltext.invalidate_all()
+        for bench in self.catalog.benchmarks():
             self.mark_edited(bench)
         try:
             self._ox.update(sparql_update, base_iri=base_iri)

@@ -169,6 +169,14 @@ TEMPLATE_ID = Check(
     "karenina:templateId equals Karenina's generate_template_id of the template text (spec §7.2), "
     "which results use to refer to the template.",
 )
+SHADOWED_ITEM = Check(
+    "NoShadowedItem",
+    "Warning",
+    "karenina:ShadowedItem",
+    KAR.shadowedItem,
+    "No two items of a benchmark share a question id. Karenina loads such a file, keeps both items in it and "
+    "answers with the last; the earlier one is kept here only to be written back (data-model §4).",
+)
 
 # Checks on a verification run (docs/data-model.md §9), run by :func:`run_result_checks` over a
 # run graph together with the benchmark graphs it used and the vocabulary graph.
@@ -246,6 +254,7 @@ CHECKS: tuple[Check, ...] = (
     TEMPLATE_VERIFY,
     TEXT_MD5,
     TEMPLATE_ID,
+    SHADOWED_ITEM,
 )
 # The checks of runs, kept apart: :func:`run_checks` (benchmarks) never runs them.
 RUN_CHECKS: tuple[Check, ...] = (
@@ -592,6 +601,22 @@ def _text_md5(store: ox.Store, graph: ox.NamedNode) -> Iterator[_Finding]:
             )
 
 
+def _shadowed(store: ox.Store, graph: ox.NamedNode) -> Iterator[_Finding]:
+    q = (
+        "SELECT ?s ?id ?pos WHERE { ?b karenina:shadowedItem ?s . ?s schema:identifier ?id . "
+        "OPTIONAL { ?b schema:dataFeedElement ?i . ?i schema:item/schema:identifier ?id ; karenina:position ?pos } }"
+    )
+    for row in _select(store, graph, q):
+        kept = f"/dataFeedElement/{row['pos']}" if row["pos"] is not None else "no item (a dangling copy)"
+        yield _Finding(
+            row["s"] or "",
+            f"question id {row['id']!r} is also used at {kept}, the item Karenina answers with; this one is kept "
+            "only to be written back",
+            row["id"],
+            SHADOWED_ITEM,
+        )
+
+
 _TRAIT_RUNNERS: tuple[Callable[[ox.Store, ox.NamedNode], Iterator[_Finding]], ...] = (
     _regex,
     _callable,
@@ -617,6 +642,7 @@ def run_checks(
         if not traits_only:
             yield from _templates(store, graph, cache)
             yield from _text_md5(store, graph)
+            yield from _shadowed(store, graph)
 
     return _results(f for graph in graphs for f in findings(graph))
 
@@ -950,7 +976,10 @@ def readiness(store: ox.Store, graph: ox.NamedNode, bench: str) -> Readiness:
     n, no_template, no_rubric = _question_sets(store, graph)
 
     def ids(iris: set[str]) -> tuple[str, ...]:
-        return tuple(sorted((owner[0] if (owner := owning_question(bench, q)) else q) for q in iris))
+        # A scenario node's question has no question id of the benchmark: named by its path there.
+        return tuple(
+            sorted((owner[0] if (owner := owning_question(bench, q)) else q.removeprefix(bench + "/")) for q in iris)
+        )
 
     return Readiness(
         questions=n,

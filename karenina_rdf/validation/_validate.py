@@ -263,7 +263,14 @@ def validate(
     text = "".join(f"{s} {p} {o} .\n" for s, p, o in mapped.triples)
     store.oxigraph.load(input=text.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
     findings = _findings(store, graph, mapped.iri, mapped.name, engine, pointers)
-    findings[:0] = [load_finding(p).model_copy(update={"severity": "Warning"}) for p in replaced]
+    # What the load rules warned about and no shape or check re-found (the import's rule too).
+    covered = {f.pointer for f in findings if f.pointer is not None}
+    warned = replaced + [
+        w
+        for w in mapped.warnings
+        if w.pointer is None or not any(w.pointer == c or w.pointer.startswith(c + "/") for c in covered)
+    ]
+    findings[:0] = [load_finding(p).model_copy(update={"severity": "Warning"}) for p in warned]
     return BenchmarkReport(source=label, benchmark=mapped.name, findings=findings)
 
 
@@ -503,11 +510,16 @@ def _findings(
     template_results: list[ValidationResult] | None = None,
 ) -> list[Finding]:
     results = _shacl_results(store, graph, engine) + _check_results(store, graph, template_results)
-    texts = _question_texts(store, graph, {q for r in results if (q := _question_of(bench, r.focus_node)[1])})
+    owners = {r.focus_node: _question_of(bench, r.focus_node) for r in results}
+    texts = _question_texts(store, graph, {q for _, q in owners.values() if q})
+    # A scenario node's question: its id is read from the graph (it is not in the IRI).
+    scenario_ids = _scenario_question_ids(store, graph, {q for qid, q in owners.values() if q and not qid})
     traits = _trait_names(store, graph, {r.focus_node for r in results})
     out = []
     for r in results:
-        qid, q_iri = _question_of(bench, r.focus_node)
+        qid, q_iri = owners[r.focus_node]
+        if qid is None and q_iri is not None:
+            qid = scenario_ids.get(q_iri)
         out.append(
             Finding.of(
                 r,
@@ -568,8 +580,29 @@ def _trait_names(store: GraphStore, graph: ox.NamedNode, nodes: set[str]) -> dic
 
 
 def _question_of(bench: str, focus: str) -> tuple[str | None, str | None]:
-    """The question a focus node belongs to, from the minted IRI (docs/data-model.md)."""
-    return owning_question(bench, focus) or (None, None)
+    """The question a focus node belongs to, from the minted IRI (docs/data-model.md): (its id,
+    its IRI); a scenario node's question has no id in its IRI, (None, its IRI)."""
+    found = owning_question(bench, focus)
+    if found is not None:
+        return found
+    prefix = bench + "/scenarios/"
+    if focus.startswith(prefix):
+        # {scenario}/nodes/{node}/question[/…]: segments hold no "/" (rdf._ids.segment escapes it).
+        parts = focus[len(prefix) :].split("/")
+        if len(parts) >= 4 and parts[1] == "nodes" and parts[3] == "question":
+            return None, prefix + "/".join(parts[:4])
+    return None, None
+
+
+def _scenario_question_ids(store: GraphStore, graph: ox.NamedNode, questions: set[str]) -> dict[str, str]:
+    """The ids (Karenina's Question ids) of the scenario questions that have findings."""
+    if not questions:
+        return {}
+    values = " ".join(f"<{q}>" for q in sorted(questions))
+    rows = store.oxigraph.query(
+        f"SELECT ?q ?id WHERE {{ VALUES ?q {{ {values} }} ?q <{SCHEMA}identifier> ?id }}", default_graph=graph
+    )
+    return {term_value(r["q"]): term_value(r["id"]) for r in solutions(rows)}
 
 
 def load_finding(p: Problem) -> Finding:
@@ -579,6 +612,7 @@ def load_finding(p: Problem) -> Finding:
         question_id=p.question_id,
         pointer=p.pointer,
         component=LOAD_RULES,
+        trait=p.trait,
     )
 
 

@@ -132,6 +132,8 @@ class Endpoint:
             self.pool,
         )
         self.runner.default_dataset = self.dataset
+        self.runner.text_functions = self.store.text_functions
+        self.runner.text_index = self.store.fulltext.worker_spec
         self.threads = anyio.CapacityLimiter(64)
         self._write_lock = threading.Lock()
         self._state = threading.Lock()
@@ -388,7 +390,8 @@ async def run_named_query(request: Request) -> Response:
     # An empty field of an HTML form means "not given" (an optional parameter stays unbound).
     params = {k: v for k, v in request.query_params.items() if k != "format" and v != ""}
     try:
-        text = named.bind(params)
+        # In a thread: a search parameter asks the full-text index (rebuilt first when out of step).
+        text = await ep.in_thread(partial(named.bind, params, search=ep.store.fulltext.scores))
     except (InvalidValueError, ValueError) as exc:
         raise ProtocolError(400, str(exc)) from None
     op = Operation("query", text, base=_endpoint_url(request))

@@ -101,7 +101,7 @@ def test_add_question_metadata_written_as_karenina(bench: Benchmark) -> None:
         few_shot_examples=[{"question": "Capital of Italy?", "answer": "Rome"}],
         answer_notes="Accept 'Paris, France'",
     )
-    q = _fresh(bench).get_question(qid)
+    q = _fresh(bench).question_view(qid)
     assert (q.question, q.raw_answer, q.answer_template, q.finished) == (
         "What is the capital of France?",
         "Paris",
@@ -126,9 +126,9 @@ def test_add_question_metadata_written_as_karenina(bench: Benchmark) -> None:
 
 def test_finished_defaults_true_and_marks(bench: Benchmark) -> None:
     qid = bench.add_question("Q?", "A")
-    assert bench.get_question(qid).finished is True
+    assert bench.question_view(qid).finished is True
     bench.mark_unfinished(qid)
-    assert _fresh(bench).get_question(qid).finished is False
+    assert _fresh(bench).question_view(qid).finished is False
     bench.mark_finished(qid)
     assert _fresh(bench).get_finished_questions(ids_only=True) == [qid]
     bench.mark_finished("no-such-id")  # Karenina ignores unknown ids here
@@ -136,7 +136,7 @@ def test_finished_defaults_true_and_marks(bench: Benchmark) -> None:
 
 def test_templates(bench: Benchmark) -> None:
     qid = bench.add_question("What is the capital of France?", "Paris")
-    assert bench.get_question(qid).answer_template == default_template("What is the capital of France?")
+    assert bench.question_view(qid).answer_template == default_template("What is the capital of France?")
     assert not bench.has_template(qid)
     with pytest.raises(InvalidValueError, match="has no template"):
         bench.get_template(qid)
@@ -153,7 +153,7 @@ def test_get_remove_and_not_found(bench: Benchmark) -> None:
     a = bench.add_question("A?", "a")
     b = bench.add_question("B?", "b")
     assert a in bench and "zzz" not in bench and len(bench) == 2
-    assert [q.id for q in bench] == [a, b]
+    assert [q["id"] for q in bench] == [a, b]
     with pytest.raises(QuestionNotFoundError, match="Question not found: zzz"):
         bench.get_question("zzz")
     with pytest.raises(ValueError):  # Karenina raises ValueError; ours is a subclass of it
@@ -168,7 +168,7 @@ def test_update_question_metadata(bench: Benchmark) -> None:
     bench.update_question_metadata(
         qid, question="New text?", raw_answer="new", author={"name": "Bo"}, custom_metadata={"b": 2}
     )
-    q = _fresh(bench).get_question(qid)
+    q = _fresh(bench).question_view(qid)
     assert (q.id, q.question, q.raw_answer, q.author) == (qid, "New text?", "new", {"name": "Bo"})
     assert q.custom_metadata == {"a": 1, "b": 2}  # Karenina upserts the given keys only
     # author is written raw (not a JSON string) by this path, as in Karenina.
@@ -186,11 +186,13 @@ def test_rubrics(bench: Benchmark) -> None:
     bench.add_question_rubric_trait(qid, RubricTrait.llm("depth", kind="score", min_score=1, max_score=10))
     bench.add_question_rubric_trait(qid, RubricTrait.llm("tone", classes={"formal": "F", "casual": "C"}))
     fresh = _fresh(bench)
-    assert [(t.name, t.trait_type, t.kind) for t in fresh.get_global_rubric() or []] == [
+    glob, quest = fresh.get_global_rubric(), fresh.get_question_rubric(qid)
+    assert glob is not None and quest is not None
+    assert [(t.name, t.trait_type, t.kind) for t in glob.all_traits()] == [
         ("clarity", "llm", "boolean"),
         ("cites", "regex", "boolean"),
     ]
-    depth, tone = fresh.get_question_rubric(qid) or []
+    depth, tone = quest.llm_traits
     assert (depth.min_score, depth.max_score, tone.kind, tone.classes) == (
         1,
         10,
@@ -202,8 +204,10 @@ def test_rubrics(bench: Benchmark) -> None:
         ("karenina:QuestionSpecificRubricTrait", 10.0, 1.0),
         ("karenina:QuestionSpecificLLMRubricTrait", 1.0, 0.0),
     ]
-    with pytest.raises(InvalidValueError, match="already has a trait"):
-        bench.add_global_rubric_trait(RubricTrait.llm("clarity"))
+    # Karenina adds a name twice and refuses the rubric when it is read: so do we.
+    bench.add_global_rubric_trait(RubricTrait.llm("clarity"))
+    with pytest.raises(InvalidValueError, match="Duplicate llm trait name 'clarity'"):
+        bench.get_global_rubric()
     # Karenina's LLMRubricTrait accepts an empty score range (tests/parity/test_load.py): so do we.
     assert RubricTrait.llm("odd", kind="score", min_score=5, max_score=1).min_score == 5
     with pytest.raises(InvalidValueError, match="does not compile"):
@@ -247,7 +251,7 @@ def test_filter_by_metadata(bench: Benchmark, field: str, value: object, mode: s
         "What is the capital of Spain?", "Madrid", question_id="q2", finished=False, author={"name": "Ann"}
     )
     bench.add_question("2+2?", "4", question_id="q3")
-    assert [q.id for q in bench.filter_by_metadata(field, value, mode)] == expected
+    assert [q["id"] for q in bench.filter_by_metadata(field, value, mode)] == expected
 
 
 def test_filter_bad_mode(bench: Benchmark) -> None:
@@ -272,7 +276,7 @@ def test_search_questions(bench: Benchmark, query: object, kwargs: dict, expecte
     bench.add_question("What is the capital of France?", "Paris", question_id="q1")
     bench.add_question("What is the capital of Spain?", "Madrid", question_id="q2")
     bench.add_question("2+2?", "4", question_id="q3")
-    assert [q.id for q in bench.search_questions(query, **kwargs)] == expected
+    assert [q["id"] for q in bench.search_questions(query, **kwargs)] == expected
 
 
 def test_question_model_refuses_unknown_fields_and_maps_tags() -> None:
@@ -289,7 +293,8 @@ def test_load_save_round_trip(store: Store, tmp_path: Path) -> None:
     doc = json.loads(written.read_text(encoding="utf-8"))
     assert len(doc["dataFeedElement"]) == 5
     other = Benchmark.load(written, store=Store.memory())
-    assert [q.model_dump(exclude={"iri"}) for q in other] == [q.model_dump(exclude={"iri"}) for q in b]
+    dumps = [[q.model_dump(exclude={"iri"}) for q in x.question_views()] for x in (other, b)]
+    assert dumps[0] == dumps[1]
     # Edits drop the content hash, so re-importing the original file restores it.
     assert store.import_checkpoint(EXAMPLES / "pharmacology.jsonld").status == "replaced"
     assert len(b) == 4
@@ -324,9 +329,9 @@ def test_editing_a_question_without_id_keeps_its_id(store: Store) -> None:
         del item["@id"]
     b = Benchmark(store, store.import_checkpoint(doc).iri)
     a, c = b.get_question_ids()[:2]
-    b.update_question_metadata(a, question=b.get_question(c).question)  # text of another question
+    b.update_question_metadata(a, question=b.question_view(c).question)  # text of another question
     assert b.get_question_ids()[:2] == [a, c]
-    assert b.get_question(a).raw_answer != b.get_question(c).raw_answer
+    assert b.question_view(a).raw_answer != b.question_view(c).raw_answer
 
 
 def test_benchmark_without_id_can_be_renamed(store: Store) -> None:
@@ -374,27 +379,28 @@ def test_clear_global_rubric_removes_every_trait(store: Store) -> None:
 def test_value_views_of_answer_template_and_benchmark(store: Store) -> None:
     b = Benchmark.load(EXAMPLES / "pharmacology.jsonld", store=store)
     qid = b.get_question_ids()[0]
-    q = b.get_question(qid)
+    q = b.question_view(qid)
     assert (q.answer.text, q.answer.iri) == (q.raw_answer, f"{q.iri}/answer")
     template = q.template
     assert template is not None and template.code == q.answer_template and not template.is_default
     assert template.template_id == q.template_id and template.iri == f"{q.iri}/template"
     new = b.add_question("A question without a template?", "yes")
-    default = b.get_question(new).template
+    default = b.question_view(new).template
     assert default is not None and default.is_default
     info = b.info()
     assert (info.name, info.version, info.question_count) == ("Pharmacology examples", "1.0.0", 5)
-    assert [t.name for t in info.global_rubric] == [t.name for t in b.get_global_rubric() or []]
+    rubric = b.get_global_rubric()
+    assert rubric is not None and sorted(t.name for t in info.global_rubric) == sorted(rubric.get_trait_names())
     assert info.custom_properties == b.get_all_custom_properties()
 
 
 def test_edits_bump_modification_dates_as_karenina(store: Store) -> None:
     b = Benchmark.load(EXAMPLES / "pharmacology.jsonld", store=store)
     qid = b.get_question_ids()[0]
-    before_root, before_item = b.modified_at, b.get_question(qid).date_modified
-    created = b.get_question(qid).date_created
+    before_root, before_item = b.modified_at, b.question_view(qid).date_modified
+    created = b.question_view(qid).date_created
     b.mark_unfinished(qid)
-    q = b.get_question(qid)
+    q = b.question_view(qid)
     assert b.modified_at > before_root and q.date_modified is not None and q.date_modified > (before_item or "")
     assert q.date_created == created  # dateCreated never changes
     dates = [r["d"].value for r in store.query(f"SELECT ?d WHERE {{ <{b.iri}> schema:dateModified ?d }}")]

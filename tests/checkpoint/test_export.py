@@ -32,8 +32,8 @@ def _view(store: Store, iri: str) -> dict[str, Any]:
         "creator": b.creator,
         "dates": (b.created_at, b.modified_at),
         "custom": b.get_all_custom_properties(),
-        "global_rubric": [t.model_dump() for t in b.get_global_rubric() or []],
-        "questions": [q.model_dump(exclude={"iri"}) for q in b],
+        "global_rubric": [t.model_dump() for t in b.info().global_rubric],
+        "questions": [q.model_dump(exclude={"iri"}) for q in b.question_views()],
     }
 
 

@@ -100,7 +100,7 @@ def test_bad_files_one_line_each_and_good_ones_imported(tmp_path: Path) -> None:
     (tmp_path / "in" / "b.jsonld").write_bytes(b"\xff\xfe not utf-8")
     doc = json.loads((EXAMPLES / "molecular-biology.jsonld").read_text(encoding="utf-8"))
     doc["dataFeedElement"][0]["item"].pop("text")
-    doc["dataFeedElement"][1]["@id"] = doc["dataFeedElement"][2]["@id"]
+    doc["dataFeedElement"][1]["item"].pop("acceptedAnswer")
     (tmp_path / "in" / "c.jsonld").write_text(json.dumps(doc), encoding="utf-8")
     code, out, err = run("import", str(tmp_path / "in"), "--store", str(tmp_path / "s"))
     assert code == 1
@@ -108,7 +108,7 @@ def test_bad_files_one_line_each_and_good_ones_imported(tmp_path: Path) -> None:
     assert len(lines) == 3, err
     assert "b.jsonld:1: not UTF-8" in lines[0]
     assert "c.jsonld at /dataFeedElement/0/item" in lines[1] and "missing required field 'text'" in lines[1]
-    assert "duplicate question id" in lines[2]
+    assert "c.jsonld at /dataFeedElement/1/item" in lines[2] and "missing required field 'acceptedAnswer'" in lines[2]
     assert "imported Pharmacology examples" in out
 
 

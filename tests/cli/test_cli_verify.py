@@ -118,7 +118,7 @@ def seed(tmp_path_factory: pytest.TempPathFactory) -> Seed:
         pharma = Benchmark(s, "Pharmacology examples")
         pharma_questions = {
             str(q.id): {"text": q.question, "raw_answer": q.raw_answer, "template": q.answer_template}
-            for q in pharma
+            for q in pharma.question_views()
             if q.finished
         }
         tiny = Benchmark.create("Tiny", store=s)

@@ -11,6 +11,15 @@ What it answers, by the request's system message:
 * rubric evaluation (starts "You are an impartial evaluator" or "You are a careful evaluator"):
   the reply shape the prompt asks for, every yes/no trait true, every score its lowest, every
   literal trait its first class, metric buckets empty;
+* the abstention check (starts "You decide whether an assistant's response declines"): abstained
+  when the response says "I cannot answer", else not;
+* the sufficiency check (starts "You decide whether an assistant's response contains enough"):
+  insufficient when the response says "no idea", else sufficient;
+* the dynamic rubric's presence check (starts "You check which evaluation concepts"): every
+  concept present;
+* deep judgment's excerpt step (starts "You find verbatim evidence"): per attribute, the
+  response's first sentence as a high-confidence quote; its reasoning steps (start "You explain,
+  attribute by attribute"): one line of reasoning per attribute;
 * anything else is an answering request: ``answers[question text]``, default "I do not know".
 
 Every reply carries ``usage`` of :data:`PROMPT_TOKENS` and :data:`COMPLETION_TOKENS`. Knobs,
@@ -42,6 +51,16 @@ def kind(body: dict[str, Any]) -> str:
         return "parse"
     if system.startswith(("You are an impartial evaluator", "You are a careful evaluator")):
         return "rubric"
+    if system.startswith("You decide whether an assistant's response declines"):
+        return "abstention"
+    if system.startswith("You decide whether an assistant's response contains enough"):
+        return "sufficiency"
+    if system.startswith("You check which evaluation concepts"):
+        return "presence"
+    if system.startswith("You find verbatim evidence"):
+        return "excerpts"
+    if system.startswith("You explain, attribute by attribute"):
+        return "reasoning"
     return "answer"
 
 
@@ -132,6 +151,19 @@ class FakeLLM:
             return json.dumps(fill(schema, response))
         if what == "rubric":
             return json.dumps(rubric_reply(system, user))
+        if what in ("abstention", "sufficiency"):
+            response = user.split("<response>\n", 1)[-1].split("\n</response>", 1)[0]
+            if what == "abstention":
+                return json.dumps({"reasoning": "checked", "abstention_detected": "I cannot answer" in response})
+            return json.dumps({"reasoning": "checked", "sufficient": "no idea" not in response.lower()})
+        if what in ("excerpts", "reasoning"):
+            attrs = re.findall(r"^- (\w+): ", system, re.M)
+            response = user.split("<response>\n", 1)[-1].split("\n</response>", 1)[0]
+            quote = [{"text": response.split(".")[0], "confidence": "high"}]
+            return json.dumps({a: quote if what == "excerpts" else f"{a} is given in the response" for a in attrs})
+        if what == "presence":
+            names = re.findall(r'^- ("(?:[^"\\]|\\.)*"):', user, re.M)
+            return json.dumps({"results": [{"trait_name": json.loads(n), "present": True} for n in names]})
         question = user.rsplit("Question: ", 1)[-1].removesuffix("\nAnswer:") if "Question: " in user else user
         return self.answers.get(question, DEFAULT_ANSWER)
 

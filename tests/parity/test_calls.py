@@ -59,7 +59,47 @@ STEPS: list[tuple[str, list[Any]]] = [
     ("get_progress", []),
     ("question_count", []),
 ]
-PROPERTIES = {"is_empty", "finished_count", "is_complete", "question_count"}
+PROPERTIES = {"is_empty", "finished_count", "is_complete", "question_count", "name", "description", "version"}
+PROPERTIES |= {"creator"}
+
+# The benchmark's own data and the question metadata members. "=name" assigns the property; an
+# argument {"**": {...}} is passed as keyword arguments.
+METADATA_STEPS: list[tuple[str, list[Any]]] = [
+    ("name", []),
+    ("description", []),
+    ("version", []),
+    ("creator", []),
+    ("=name", ["renamed ✓"]),
+    ("name", []),
+    ("=description", ["a new description"]),
+    ("=version", ["2.0.0"]),
+    ("version", []),
+    ("set_custom_property", ["owner", "lab 7"]),
+    ("get_custom_property", ["owner"]),
+    ("get_custom_property", ["nobody"]),
+    ("set_multiple_custom_properties", [{"a": 1, "b": [1, 2], "c": {"d": None}}]),
+    ("get_all_custom_properties", []),
+    ("remove_custom_property", ["a"]),
+    ("remove_custom_property", ["a"]),
+    ("get_all_custom_properties", []),
+    ("get_question_author", ["Q0"]),
+    ("set_question_author", ["Q0", {"name": "Zoë Lindqvist", "email": "z@example.org"}]),
+    ("get_question_author", ["Q0"]),
+    ("get_question_sources", ["Q0"]),
+    ("set_question_sources", ["Q0", [{"title": "Atlas", "url": "https://example.org/atlas"}]]),
+    ("get_question_sources", ["Q0"]),
+    ("set_question_author", ["Q0", None]),
+    ("get_question_author", ["Q0"]),
+    # Karenina drops a keyword it does not know (difficulty); custom_metadata is upserted.
+    ("update_question_metadata", ["Q1", {"**": {"author": {"name": "Bo"}, "difficulty": "hard"}}]),
+    ("get_question_author", ["Q1"]),
+    ("update_question_metadata", ["Q1", {"**": {"custom_metadata": {"difficulty": "hard"}}}]),
+    ("get_question_custom_property", ["Q1", "difficulty"]),
+    ("mark_finished", ["Q2"]),
+    ("get_finished_questions", [True]),
+    ("mark_unfinished", ["Q2"]),
+    ("get_finished_questions", [True]),
+]
 
 SCRIPT = r"""
 import json, sys
@@ -76,13 +116,19 @@ def arg(a):
     return a
 out = []
 for name, args in steps:
+    if name.startswith("="):
+        setattr(b, name[1:], args[0])
+        out.append(None)
+        continue
     member = getattr(b, name)
-    out.append(member if name in properties else member(*[arg(a) for a in args]))
+    kwargs = args[-1]["**"] if args and isinstance(args[-1], dict) and "**" in args[-1] else None
+    args = args[:-1] if kwargs is not None else args
+    out.append(member if name in properties else member(*[arg(a) for a in args], **(kwargs or {})))
 print(json.dumps({"ids": ids, "results": out}))
 """
 
 
-def _ours() -> dict[str, Any]:
+def _ours(steps: list[tuple[str, list[Any]]] = STEPS) -> dict[str, Any]:
     with Store.memory() as store:
         b = Benchmark.create("calls", description="d", version="1.0.0", store=store)
         ids = [b.add_question(q, a) for q, a in QUESTIONS]
@@ -95,9 +141,15 @@ def _ours() -> dict[str, Any]:
             return a
 
         results = []
-        for name, args in STEPS:
+        for name, args in steps:
+            if name.startswith("="):
+                setattr(b, name[1:], args[0])
+                results.append(None)
+                continue
             member = getattr(b, name)
-            results.append(member if name in PROPERTIES else member(*[arg(a) for a in args]))
+            kwargs = args[-1]["**"] if args and isinstance(args[-1], dict) and "**" in args[-1] else None
+            args = args[:-1] if kwargs is not None else args
+            results.append(member if name in PROPERTIES else member(*[arg(a) for a in args], **(kwargs or {})))
         return {"ids": ids, "results": results}
 
 
@@ -106,4 +158,11 @@ def test_the_same_calls_give_the_same_answers() -> None:
     ours = json.loads(json.dumps(_ours()))
     assert ours["ids"] == theirs["ids"]  # the same question ids, minted the same way
     for (name, args), got, want in zip(STEPS, ours["results"], theirs["results"], strict=True):
+        assert got == want, f"{name}({args}): ours {got!r}, Karenina's {want!r}"
+
+
+def test_the_metadata_calls_give_the_same_answers() -> None:
+    theirs = karenina(SCRIPT, json.dumps(QUESTIONS), json.dumps(METADATA_STEPS), json.dumps(sorted(PROPERTIES)))
+    ours = json.loads(json.dumps(_ours(METADATA_STEPS)))
+    for (name, args), got, want in zip(METADATA_STEPS, ours["results"], theirs["results"], strict=True):
         assert got == want, f"{name}({args}): ours {got!r}, Karenina's {want!r}"

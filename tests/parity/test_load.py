@@ -19,11 +19,41 @@ from typing import Any
 
 import pytest
 
-from karenina_rdf import KareninaRDFError, Store
+from karenina_rdf import Benchmark, KareninaRDFError, Store
 from tests.checkpoint import test_checkpoint as bad_input
 from tests.helpers.karenina_ref import karenina
 
 pytestmark = [pytest.mark.slow]  # Karenina runs in a subprocess of its own environment
+
+# The file formats Karenina reads and writes that this module checks: (format, direction, how
+# ours compares, the test). docs/karenina-parity.md lists them with those of the other modules.
+FORMATS: tuple[tuple[str, str, str, str], ...] = (
+    (
+        "JSON-LD checkpoint (`Benchmark.load` / `save`), built by Karenina with every feature",
+        "import and export",
+        "same bytes as Karenina's file and as its re-save (`dateModified` aside, the time of saving)",
+        "test_every_feature_karenina_writes_imports_quietly_and_exports_as_written",
+    ),
+    (
+        "JSON-LD checkpoint, edited variants (odd templates, traits Karenina loads but cannot use, ids)",
+        "import and export",
+        "every file Karenina loads imports (stricter checks warn), and exports as it came in and as "
+        "Karenina re-saves it",
+        "test_what_we_export_is_what_came_in_and_what_karenina_saves",
+    ),
+    (
+        "JSON-LD checkpoint, bad input",
+        "import",
+        "every file we refuse, Karenina refuses; every file we import with a warning, Karenina loads",
+        "test_the_bad_input_tables_agree_with_karenina",
+    ),
+    (
+        "JSON-LD checkpoint with two items of one question id",
+        "import and export",
+        "the last item is the question, as in Karenina; both are written back; removal as Karenina's",
+        "test_an_id_used_twice_reads_and_goes_as_in_karenina",
+    ),
+)
 
 BUILD = r'''
 import json, sys
@@ -209,6 +239,11 @@ VARIANTS: dict[str, tuple[Edit, str | None]] = {
     "question text with emoji and RTL marks": (_question_text("¿Cuántas patas tiene una araña? 🕷️ \u200f"), None),
     "question id: a plain string": (_question_id("spider-legs"), None),
     "question id: an MD5 hex digest": (_question_id("0f8c5b5e4a0f4d2b9c3d1e2f3a4b5c6d"), None),
+    # Karenina answers with the last item of an id and writes both back; so do we.
+    "two items with one question id": (
+        lambda d: d["dataFeedElement"][0].__setitem__("@id", Q2),
+        f"at /dataFeedElement/0/@id (question '{Q2}'): question id also used at /dataFeedElement/1",
+    ),
 }
 
 
@@ -292,10 +327,7 @@ def bad_inputs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 # Files Karenina loads that we still refuse: open differences (issue 18), each with why. Strict:
 # the day one imports, the test says so and the row leaves this table.
-NOT_YET = {
-    "duplicate question ids": "two items with one @id would be one node in the graph; Karenina keeps both "
-    "in the file and the last in its cache",
-}
+NOT_YET: dict[str, str] = {}
 
 
 def _marks(name: str) -> list[pytest.MarkDecorator]:
@@ -341,3 +373,111 @@ def test_what_we_export_is_what_came_in_and_what_karenina_saves(variants: dict[s
             store.save(result.benchmark_id, ours)
         assert ours.read_bytes() == path.read_bytes(), f"{name}: the export differs from the file imported"
         assert _without_save_time(ours.read_bytes()) == _without_save_time(resaved[name].read_bytes()), name
+
+
+REMOVE_DUPLICATE = r"""
+import json, sys
+from karenina import Benchmark
+
+b = Benchmark.load(sys.argv[1])
+ids = b.get_question_ids()
+answer = b.get_question(sys.argv[2])["raw_answer"]
+removed = b.remove_question(sys.argv[2])
+b.save(sys.argv[3])
+print(json.dumps({"ids": ids, "answer": answer, "removed": removed, "left": b.get_question_ids()}))
+"""
+
+
+def test_an_id_used_twice_reads_and_goes_as_in_karenina(variants: dict[str, Any], tmp_path: Path) -> None:
+    # Karenina answers with the last item of the id, and its remove_question drops every item
+    # with the id; the other questions and their order stay.
+    path, _ = variants["two items with one question id"]
+    theirs = tmp_path / "karenina.jsonld"
+    expected = karenina(REMOVE_DUPLICATE, str(path), Q2, str(theirs))
+    with Store.memory() as store:
+        bench = Benchmark(store, store.import_checkpoint(path).benchmark_id)
+        assert bench.get_question_ids() == expected["ids"]
+        assert bench.get_question(Q2)["raw_answer"] == expected["answer"]
+        assert bench.remove_question(Q2) is expected["removed"]
+        assert bench.get_question_ids() == expected["left"]
+        ours = json.loads(json.dumps(store.export_checkpoint(bench.iri)))
+    saved = json.loads(theirs.read_text(encoding="utf-8"))
+    for doc in (ours, saved):
+        doc.pop("dateModified", None)
+    assert ours == saved
+
+
+# What BUILD leaves out, built by Karenina too: a question given as Karenina's Question object
+# (keywords, few-shot examples, notes, sources, custom metadata), question traits of every kind,
+# agentic traits, global and question dynamic rubrics, a question without a template, and
+# question ids of each form Karenina accepts.
+BUILD_RICH = r'''
+import json, sys
+from karenina import Benchmark
+from karenina.schemas.entities import (
+    AgenticRubricTrait, CallableRubricTrait, DynamicRubric, LLMRubricTrait, MetricRubricTrait, Question,
+    RegexRubricTrait, Rubric,
+)
+
+b = Benchmark.create(name="rich ✓", description="every feature", version="2.0.0", creator="Ünïcode Lab")
+q1 = b.add_question(Question(
+    question="Which enzyme does aspirin inhibit? (COX-1/2)", raw_answer="Cyclooxygenase",
+    keywords=["pharmacology", "NSAID", "酵素"],
+    few_shot_examples=[{"question": "What does ibuprofen inhibit?", "answer": "COX"}],
+))
+q2 = b.add_question(
+    "Name the longest river.", "The Nile", question_id="river-1", answer_notes="Amazon is also argued",
+    sources=[{"title": "Atlas", "url": "https://example.org/atlas"}],
+    custom_metadata={"difficulty": 3, "tags": ["geo"]},
+    author={"name": "Ana Ñúñez", "email": "ana@example.org"}, finished=True,
+)
+q3 = b.add_question("0f8c5b5e4a0f4d2b9c3d1e2f3a4b5c6d as an id?", "yes", question_id="0f8c5b5e4a0f4d2b9c3d1e2f3a4b5c6d")
+b.add_answer_template(q1, """class EnzymeAnswer(BaseAnswer):
+    enzyme: str = Field(description="the enzyme")
+
+    def verify(self) -> bool:
+        return "cyclooxygenase" in self.enzyme.lower()
+""")
+
+
+def under_100(text: str) -> bool:
+    return len(text) < 100
+
+
+b.set_question_rubric(q1, Rubric(
+    llm_traits=[LLMRubricTrait(name="cites", description="Cites a mechanism?", kind="boolean")],
+    callable_traits=[CallableRubricTrait.from_callable(
+        name="brief", func=under_100, kind="boolean", description="under 100 chars"
+    )],
+    metric_traits=[MetricRubricTrait(
+        name="coverage", description="coverage", evaluation_mode="full_matrix",
+        metrics=["precision", "recall", "f1", "specificity", "accuracy"],
+        tp_instructions=["COX-1", "COX-2"], tn_instructions=["lipoxygenase"],
+    )],
+    agentic_traits=[AgenticRubricTrait(name="checked", description="Did it check a source?", kind="boolean")],
+))
+b.set_global_rubric(Rubric(
+    llm_traits=[LLMRubricTrait(name="polite", description="Is it polite?", kind="score", min_score=0, max_score=3)],
+))
+b.set_global_dynamic_rubric(DynamicRubric(
+    llm_traits=[LLMRubricTrait(name="safety", description="Discusses risks", summary="safety", kind="boolean")],
+    regex_traits=[RegexRubricTrait(name="dose", pattern=r"\d+ ?mg", description="mentions a dose")],
+))
+b.save(sys.argv[1])
+print(json.dumps({"ids": [q1, q2, q3]}))
+'''
+
+
+def test_every_feature_karenina_writes_imports_quietly_and_exports_as_written(tmp_path: Path) -> None:
+    path = tmp_path / "rich.jsonld"
+    ids = karenina(BUILD_RICH, str(path))["ids"]
+    resaved = tmp_path / "resaved.jsonld"
+    karenina(RESAVE, str(path), str(resaved))
+    with Store.memory() as store:
+        result = store.import_checkpoint(path)
+        assert result.warnings == ()
+        assert Benchmark(store, result.benchmark_id).get_question_ids() == ids
+        ours = tmp_path / "ours.jsonld"
+        store.save(result.benchmark_id, ours)
+    assert ours.read_bytes() == path.read_bytes()
+    assert _without_save_time(ours.read_bytes()) == _without_save_time(resaved.read_bytes())

@@ -69,8 +69,11 @@ CASES: list[tuple[str, dict[str, Any], str, list[Any]]] = [
     ("questions-by-keyword", {"keyword": "nsaids"}, "text", ["Which enzyme does aspirin irreversibly inhibit?"]),
     ("questions-by-keyword", {"keyword": "genomics"}, "benchmark", [BIO, BIO, MOL, MOL, "Variants"]),
     ("questions-by-keyword", {"keyword": "GENOMICS"}, "benchmark", []),  # keywords match exactly
-    ("search", {"phrase": "KINASE"}, "found_in", ["answer", "answer", "answer"]),
-    ("search", {"phrase": "losartan"}, "found_in", ["question"]),
+    # Full-text, best first: the word in the answers (and the text) of these three questions.
+    ("search", {"phrase": "KINASE"}, "benchmark", [PHARMA, MOL, "Variants"]),
+    ("search", {"phrase": "losartan"}, "text", ["Which receptor does losartan block?"]),
+    ("search", {"phrase": '"does losartan"'}, "text", ["Which receptor does losartan block?"]),
+    ("search", {"phrase": '"losartan does"'}, "text", []),
     ("questions-per-benchmark", {}, "questions", ["4", "5", "4", "3"]),
     ("benchmark-summary", {}, "finished", ["3", "4", "3", "3"]),
     ("same-question", {}, "question", [IMATINIB, IMATINIB]),
@@ -103,11 +106,12 @@ def test_named_query(stocked: Store, name: str, params: dict[str, Any], col: str
 
 
 def test_every_named_query_has_a_case() -> None:
+    from tests.checkpoint.test_scenarios import SCENARIO_QUERIES  # and the scenario queries there
     from tests.results.test_results_queries import RESULTS_QUERIES  # the results queries are tested there
     from tests.runner.test_pipeline import RUNNER_QUERIES  # and the cost of runs made here there
 
-    assert not {c[0] for c in CASES} & (RESULTS_QUERIES | RUNNER_QUERIES)
-    assert {c[0] for c in CASES} | RESULTS_QUERIES | RUNNER_QUERIES == set(named_queries())
+    assert not {c[0] for c in CASES} & (RESULTS_QUERIES | RUNNER_QUERIES | SCENARIO_QUERIES)
+    assert {c[0] for c in CASES} | RESULTS_QUERIES | RUNNER_QUERIES | SCENARIO_QUERIES == set(named_queries())
 
 
 def test_near_duplicates_names_both_questions(stocked: Store) -> None:

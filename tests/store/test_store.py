@@ -238,8 +238,6 @@ def test_settings_are_typed_data(store: Store, sparql: str, expected: int) -> No
 def test_agrees_with_a_json_ld_processor(store: Store, path: Path) -> None:
     """Whatever context the file uses (C1-C8), our schema:text values are the ones a JSON-LD
     processor reads from it, and every schema.org term is stored under https://schema.org/."""
-    if path.name == "generated__scenario.jsonld":
-        pytest.skip("scenario texts live inside karenina:scenarioJson, kept as data (docs/data-model.md)")
     theirs = {
         q.object.value
         for q in ox.parse(path=str(path), format=ox.RdfFormat.JSON_LD, base_iri="http://example.org/")

@@ -186,6 +186,18 @@ CASES = [
         f'<questions/q> a schema:Question ; schema:text "Why not?" ; karenina:textMd5 "{md5_hex("Why?")}" .',
         ("TextMd5Matches", Q, K + "textMd5", "is not the MD5 of the question text"),
     ),
+    (
+        "shadowed-item",
+        "<> schema:dataFeedElement <items/q> ; karenina:shadowedItem <shadowed/0> . "
+        '<items/q> karenina:position 1 ; schema:item <questions/q> . <questions/q> schema:identifier "q" . '
+        '<shadowed/0> karenina:position 0 ; schema:identifier "q" .',
+        (
+            "NoShadowedItem",
+            "http://ex.org/b/shadowed/0",
+            K + "shadowedItem",
+            "question id 'q' is also used at /dataFeedElement/1, the item Karenina answers with",
+        ),
+    ),
 ]
 
 

@@ -86,17 +86,6 @@ EXPECTED: dict[str, set[tuple[str, str | None, str]]] = {
         ),
         (":p", "schema:name", "A creator Person needs a name, a string (DataFeed.creator.name)"),
         (":p", "schema:url", "A creator's url must be one string (DataFeed.creator.url)"),
-        (":sc2", "^schema:hasPart", "A scenario belongs to exactly one benchmark (DataFeed.hasPart)"),
-        (
-            ":sc2",
-            "karenina:position",
-            "A scenario needs its position in DataFeed.hasPart: one integer >= 0 (karenina:position)",
-        ),
-        (
-            ":sc2",
-            "karenina:scenarioJson",
-            "A scenario keeps its whole JSON object as one rdf:JSON value (karenina:scenarioJson)",
-        ),
     },
     "item": {
         (
@@ -158,6 +147,43 @@ EXPECTED: dict[str, set[tuple[str, str | None, str]]] = {
             "An additional property has at most one value, a JSON value: string, boolean, integer, number, array or object (PropertyValue.value)",
         ),
     },
+    "scenario": {
+        (
+            ":e",
+            "karenina:condition",
+            "An edge's condition is one rdf:JSON value, a state check or a list of them (ScenarioEdge.condition)",
+        ),
+        (
+            ":e",
+            "karenina:fromNode",
+            "The edge's source names none of the scenario's nodes: the edge is never taken (ScenarioEdge.source)",
+        ),
+        (
+            ":e",
+            None,
+            "The edge's target names none of the scenario's nodes and is not __end__: taking it stops the run (ScenarioEdge.target)",
+        ),
+        (":e2", "karenina:endsScenario", "karenina:endsScenario is true on an edge to __end__, and absent otherwise"),
+        (
+            ":n",
+            "(karenina:modelOverride|karenina:toolFilter|karenina:questionData|karenina:scenarioMetadata)",
+            "A node's modelOverride, toolFilter, questionData and metadata are rdf:JSON objects (ScenarioNode)",
+        ),
+        (":n", "karenina:nodeId", "A scenario node needs its nodeId, one string (ScenarioNode.nodeId)"),
+        (":n", "karenina:question", "A scenario node asks exactly one Question (ScenarioNode.question)"),
+        (
+            ":o",
+            "^karenina:scenarioOutcome",
+            "An outcome criterion belongs to exactly one scenario (Scenario.outcomeCriteria)",
+        ),
+        (":o", "schema:name", "An outcome criterion needs a name, one string (ScenarioOutcome.name)"),
+        (
+            ":s",
+            "karenina:entry",
+            "The scenario's entryNode names none of its nodes: Karenina loads it but cannot run it (Scenario.entryNode)",
+        ),
+        (":s", "schema:name", "A scenario needs a name, one string (Scenario.name)"),
+    },
     "question": {
         (
             ":q1",
@@ -185,7 +211,11 @@ EXPECTED: dict[str, set[tuple[str, str | None, str]]] = {
             "This question has no answer template (Question.hasPart): it can only run rubric_only, and Karenina refuses such a file",
         ),
         (":q1", "schema:text", "A question needs its text: one non-empty string (Question.text)"),
-        (":q2", "^schema:item", "A question is the item of exactly one question entry (DataFeedItem.item)"),
+        (
+            ":q2",
+            "^(schema:item|karenina:question)",
+            "A question is the item of exactly one question entry (DataFeedItem.item) or the question of one scenario node (ScenarioNode.question)",
+        ),
         (":q2", "karenina:workspacePath", "The workspace path must be one string (additionalProperty workspace_path)"),
         (
             ":q2",

@@ -2,7 +2,7 @@
 ``ChatResponse`` out): Anthropic, OpenAI-compatible, replay and recording, retries, the response
 cache, prices, and reading the JSON object of a judge's reply."""
 
-from ._base import ChatRequest, ChatResponse, Message, Provider, Usage, json_object
+from ._base import ChatRequest, ChatResponse, Message, Provider, Usage, json_object, lax_bool, with_instructions
 from ._cache import CachedProvider, ResponseCache
 from ._pricing import cost_usd
 from ._registry import FunctionProvider, provider_from_spec
@@ -24,5 +24,7 @@ __all__ = [
     "Usage",
     "cost_usd",
     "json_object",
+    "lax_bool",
     "provider_from_spec",
+    "with_instructions",
 ]

@@ -122,3 +122,27 @@ def json_object(text: str) -> dict[str, Any]:
     shown = text.strip().replace("\n", " ")
     shown = shown[:120] + ("…" if len(shown) > 120 else "")
     raise ValueError(f"the reply holds no JSON object: {shown!r}" if shown else "the reply is empty")
+
+
+def with_instructions(system: str, instructions: str | None) -> str:
+    """A system text with a user's instructions appended last, a blank line between (Karenina's
+    prompt assembler: PromptConfig's instructions go after everything else)."""
+    if not instructions:
+        return system
+    return f"{system}\n\n{instructions}" if system else instructions
+
+
+_TRUE = frozenset({"true", "yes", "on", "y", "t", "1"})
+_FALSE = frozenset({"false", "no", "off", "n", "f", "0"})
+
+
+def lax_bool(value: Any) -> bool | None:
+    """A boolean of a judge's reply as a Pydantic model (Karenina reads replies into them)
+    accepts one, else None."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    return None

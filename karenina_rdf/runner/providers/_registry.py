@@ -106,10 +106,11 @@ class FunctionProvider:
         return ChatResponse(text=answer, usage=usage, model=request.model)
 
 
-def provider_from_spec(spec: str, *, base_url: str | None = None) -> tuple[Provider, str]:
+def provider_from_spec(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> tuple[Provider, str]:
     """``"anthropic:MODEL"`` or ``"openai:MODEL"`` -> (provider, model name). OpenAI-compatible
     servers need ``base_url`` or ``$OPENAI_BASE_URL``. Everything after the first colon is the
-    model name, so ``openai:llama3:8b`` names ``llama3:8b``."""
+    model name, so ``openai:llama3:8b`` names ``llama3:8b``. ``api_key`` (default: the
+    provider's environment variable) is kept inside the provider."""
     prefix, colon, model = spec.partition(":")
     known = ", ".join(f"{p}:MODEL" for p in KNOWN_PREFIXES)
     if not colon or not prefix or not model:
@@ -117,7 +118,7 @@ def provider_from_spec(spec: str, *, base_url: str | None = None) -> tuple[Provi
     if prefix == "anthropic":
         from ._anthropic import AnthropicProvider
 
-        return AnthropicProvider(base_url=base_url), model
+        return AnthropicProvider(api_key=api_key, base_url=base_url), model
     if prefix == "openai":
         url = base_url or os.environ.get(OPENAI_BASE_URL_ENV)
         if not url:
@@ -125,5 +126,5 @@ def provider_from_spec(spec: str, *, base_url: str | None = None) -> tuple[Provi
                 f"model spec {spec!r}: an OpenAI-compatible server needs a base URL "
                 f"(pass base_url or set {OPENAI_BASE_URL_ENV}, e.g. http://127.0.0.1:8000/v1)"
             )
-        return OpenAICompatibleProvider(url), model
+        return OpenAICompatibleProvider(url, api_key=api_key), model
     raise VerificationError(f"model spec {spec!r}: unknown provider {prefix!r}; known: {known}")

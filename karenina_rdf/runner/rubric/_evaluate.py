@@ -19,7 +19,7 @@ from pydantic import BaseModel, Field
 
 from karenina_rdf._errors import InvalidValueError, ProviderError
 from karenina_rdf.checkpoint import RubricTrait
-from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, Provider, json_object
+from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, Provider, json_object, with_instructions
 
 from . import _prompts as prompts
 
@@ -30,7 +30,6 @@ MAX_WARNINGS = 50  # Karenina caps metadata.warnings at 50 entries
 CALLABLE_UNTRUSTED = "callable traits run only with --trust-callables"
 CALLABLE_NO_SANDBOX = "callable traits need a sandbox and none was given"
 AGENTIC_SKIPPED = "agentic traits are evaluated by an agent, which this runner does not do"
-DYNAMIC_SKIPPED = "dynamic traits need a presence check first, which this runner does not do"
 
 _KIND_ORDER = ("llm", "regex", "callable", "metric", "agentic")  # the order of Karenina's Rubric lists
 _PROVENANCE_GLOBAL, _PROVENANCE_QUESTION = "global", "question_specific"
@@ -119,8 +118,9 @@ class _Failed(Exception):
 class _Judge:
     """One evaluation's judge calls: builds requests, records responses and warnings."""
 
-    def __init__(self, provider: Provider, model: str, temperature: float) -> None:
+    def __init__(self, provider: Provider, model: str, temperature: float, instructions: str | None = None) -> None:
         self.provider, self.model, self.temperature = provider, model, temperature
+        self.instructions = instructions  # PromptConfig's rubric_evaluation: last in every system text
         self.calls: list[ChatResponse] = []
         self.warnings: list[str] = []
 
@@ -134,7 +134,10 @@ class _Judge:
         label = ", ".join(names)
         request = ChatRequest(
             model=self.model,
-            messages=(Message(role="system", content=system), Message(role="user", content=user)),
+            messages=(
+                Message(role="system", content=with_instructions(system, self.instructions)),
+                Message(role="user", content=user),
+            ),
             temperature=self.temperature,
             json_schema=schema,
             stage=STAGE,
@@ -176,13 +179,14 @@ def evaluate_rubric(
     trust_callables: bool,
     strategy: Literal["batch", "sequential"] = "batch",
     temperature: float = 0.0,
+    instructions: str | None = None,
 ) -> RubricOutcome:
     """Score ``response`` against ``traits`` (spec §6.1-6.2).
 
     ``raw_answer`` (the reference answer) reaches the judge only in calls made for LLM traits
     with ``include_ground_truth``; batches that mix opted-in traits with others are split.
     Regex and callable traits read ``response`` itself."""
-    j = _Judge(judge, judge_model, temperature)
+    j = _Judge(judge, judge_model, temperature, instructions)
     skipped: list[str] = []
     values: dict[str, Any] = {}  # trait name -> value, None when evaluation failed
     labels: dict[str, str] = {}
@@ -224,8 +228,6 @@ def evaluate_rubric(
 
 
 def _skip_reason(t: RubricTrait, sandbox: CallableRunner | None, trust: bool) -> str | None:
-    if t.dynamic:
-        return DYNAMIC_SKIPPED
     if t.trait_type == "agentic":
         return AGENTIC_SKIPPED
     if t.trait_type == "callable":

@@ -15,7 +15,7 @@ from typing import Any
 
 import pyoxigraph as ox
 
-from karenina_rdf._errors import QuestionNotFoundError
+from karenina_rdf._errors import InvalidValueError, QuestionNotFoundError
 from karenina_rdf._store import Store
 from karenina_rdf.authoring import Benchmark, BenchmarkInfo, Question, benchmark_info
 from karenina_rdf.checkpoint import benchmark_json
@@ -63,13 +63,6 @@ ORDER BY ?pos ?item"""
 
 # A filtered page reads every question text of the benchmark (about 1.4 s at 100k questions:
 # pyoxigraph has no text index); the page then fetches its 100 rows as an unfiltered one does.
-_MATCHES = """
-SELECT ?item ?pos WHERE {
-  ?item schema:item ?q . ?q schema:text ?text FILTER(CONTAINS(LCASE(?text), LCASE(%s)))
-  OPTIONAL { ?item karenina:position ?pos }
-}
-ORDER BY ?pos ?item"""
-
 # The id and hash are written into the patterns as terms: bound by a VALUES block, pyoxigraph
 # scans every identifier before it joins (3.6 s at 100k questions against under a millisecond),
 # and each branch of the UNION carries its whole pattern for the same reason.
@@ -215,19 +208,22 @@ def benchmark_header(store: Store, bench: str, graph: ox.NamedNode, questions: i
 
 
 def question_table(store: Store, bench: str, graph: ox.NamedNode, page: int, needle: str) -> QuestionTable:
-    """One page of the questions table, in checkpoint order, optionally only those whose text
-    contains ``needle`` (ignoring case)."""
+    """One page of the questions table: in checkpoint order, or, with a search (``needle``), the
+    questions it finds in the full-text index (text, answer, keywords, template), best first."""
     items_prefix = bench + "/items/"
     if needle:
-        matches = [
-            (term_value(s["item"]), s["pos"])
-            for s in _query(store, _MATCHES % ox.Literal(needle), default_graph=graph)
-            if term_value(s["item"]).startswith(items_prefix)
-        ]
-        total = len(matches)
-        pages, page = _pages(total, page)
-        chosen = matches[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]
-        return QuestionTable(_rows_for_items(store, graph, [i for i, _ in chosen]), total, page, pages, needle)
+        try:
+            found = store.search_text(needle, benchmarks=[bench], limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
+            pages, clamped = _pages(found.total, page)
+            if clamped != page:  # past the last page: show the last one
+                found = store.search_text(needle, benchmarks=[bench], limit=PAGE_SIZE, offset=(clamped - 1) * PAGE_SIZE)
+        except InvalidValueError:  # nothing to search for in what was typed ("?!")
+            return QuestionTable([], 0, 1, 1, needle)
+        questions = bench + "/questions/"  # item and question share their id segment (rdf._ids)
+        items = [items_prefix + h.iri[len(questions) :] for h in found.hits if h.iri.startswith(questions)]
+        by_item = {r.iri: r for r in _rows_for_items(store, graph, items)}
+        rows = [by_item[h.iri] for h in found.hits if h.iri in by_item]  # the search's order
+        return QuestionTable(rows, found.total, clamped, pages, needle)
     total = question_count(store, bench, graph)
     pages, page = _pages(total, page)
     start = (page - 1) * PAGE_SIZE
@@ -297,7 +293,7 @@ def question_view(
         return None
     handle = Benchmark(store, bench)
     try:
-        question = handle.get_question(qid)
+        question = handle.question_view(qid)
     except QuestionNotFoundError:
         return None
     names = store.oxigraph.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(SCHEMA + "name"), None, graph)
@@ -326,3 +322,99 @@ def graph_sample(store: Store, graph: ox.NamedNode, limit: int) -> Iterable[ox.T
         if n >= limit:
             return
         yield quad.triple
+
+
+# A scenario benchmark's scenarios: one row per node (turn) with its question, and one per edge.
+_SCENARIO_NODES = """
+SELECT ?s ?spos ?name ?description ?n ?pos ?key ?entry ?q ?text ?answer ?identity WHERE {
+  %(bench)s schema:hasPart ?s . ?s karenina:position ?spos ; schema:name ?name .
+  OPTIONAL { ?s schema:description ?description }
+  OPTIONAL { ?s karenina:scenarioNode ?n . ?n karenina:position ?pos ; schema:identifier ?key .
+    BIND(EXISTS { ?s karenina:entry ?n } AS ?entry)
+    OPTIONAL { ?n karenina:agentIdentity ?identity }
+    OPTIONAL { ?n karenina:question ?q . ?q schema:text ?text
+      OPTIONAL { ?q schema:acceptedAnswer/schema:text ?answer } } }
+}
+ORDER BY ?spos ?pos"""
+_SCENARIO_EDGES = """
+SELECT ?s ?from ?target ?to ?conditional WHERE {
+  %(bench)s schema:hasPart ?s . ?s karenina:scenarioEdge ?e .
+  ?e karenina:position ?pos ; karenina:edgeTarget ?target ; karenina:fromNode ?from .
+  OPTIONAL { ?e karenina:toNode ?to }
+  BIND(EXISTS { ?e karenina:condition|karenina:conditionSource ?c } AS ?conditional)
+}
+ORDER BY ?s ?pos"""
+_SCENARIO_OUTCOMES = """
+SELECT ?s ?name WHERE { %(bench)s schema:hasPart ?s . ?s karenina:scenarioOutcome ?o .
+  ?o karenina:position ?pos ; schema:name ?name }
+ORDER BY ?s ?pos"""
+
+
+@dataclass(frozen=True)
+class NextStep:
+    """Where a turn can go: another node (``iri``) or the end; ``conditional`` when an edge has a
+    condition (the unconditional one is the fallback)."""
+
+    target: str
+    iri: str | None
+    conditional: bool
+
+
+@dataclass(frozen=True)
+class TurnRow:
+    """A node of a scenario (a turn the conversation can take) and its question."""
+
+    node_id: str
+    iri: str
+    entry: bool
+    question_iri: str | None
+    text: str | None
+    answer: str | None
+    agent_identity: str | None
+    next: list[NextStep]
+
+
+@dataclass(frozen=True)
+class ScenarioView:
+    iri: str
+    name: str
+    description: str
+    turns: list[TurnRow]
+    outcomes: list[str]
+
+
+def scenario_views(store: Store, bench: str, graph: ox.NamedNode) -> list[ScenarioView]:
+    """The scenarios of a scenario benchmark (none for a benchmark of questions), in file order."""
+    terms = {"bench": str(ox.NamedNode(bench))}
+    steps: dict[str, list[NextStep]] = {}
+    for s in _query(store, _SCENARIO_EDGES % terms, default_graph=graph):
+        steps.setdefault(_value(s, "from") or "", []).append(
+            NextStep(_value(s, "target") or "", _value(s, "to"), _value(s, "conditional") == "true")
+        )
+    outcomes: dict[str, list[str]] = {}
+    for s in _query(store, _SCENARIO_OUTCOMES % terms, default_graph=graph):
+        outcomes.setdefault(_value(s, "s") or "", []).append(_value(s, "name") or "")
+    views: dict[str, ScenarioView] = {}
+    for s in _query(store, _SCENARIO_NODES % terms, default_graph=graph):
+        iri = _value(s, "s") or ""
+        view = views.get(iri)
+        if view is None:
+            view = views[iri] = ScenarioView(
+                iri, _value(s, "name") or "", _value(s, "description") or "", [], outcomes.get(iri, [])
+            )
+        node = _value(s, "n")
+        if node is None:
+            continue
+        view.turns.append(
+            TurnRow(
+                node_id=_value(s, "key") or "",
+                iri=node,
+                entry=_value(s, "entry") == "true",
+                question_iri=_value(s, "q"),
+                text=_value(s, "text"),
+                answer=_value(s, "answer"),
+                agent_identity=_value(s, "identity"),
+                next=steps.get(node, []),
+            )
+        )
+    return list(views.values())

@@ -34,12 +34,14 @@ from ._benchmarks import (
     BenchmarkHeader,
     QuestionTable,
     QuestionView,
+    ScenarioView,
     benchmark_header,
     benchmark_rows,
     graph_sample,
     question_count,
     question_table,
     question_view,
+    scenario_views,
 )
 from ._display import compact, editor_text, heatmap, highlighted, named_query_views, percent, term_view
 from ._runs import (
@@ -262,12 +264,12 @@ class Pages:
         needle = request.query_params.get("q", "").strip()
         page = _page_number(request)
 
-        def job() -> tuple[BenchmarkHeader, QuestionTable]:
+        def job() -> tuple[BenchmarkHeader, QuestionTable, list[ScenarioView]]:
             table = question_table(store, bench, graph, page, needle)
             count = question_count(store, bench, graph) if needle else table.total
-            return benchmark_header(store, bench, graph, count), table
+            return benchmark_header(store, bench, graph, count), table, scenario_views(store, bench, graph)
 
-        header, table = await self._run(job)
+        header, table, scenarios = await self._run(job)
         path = self.site.path_for(bench)
 
         def page_url(n: int) -> str:
@@ -291,6 +293,7 @@ class Pages:
             title=header.info.name,
             header=header,
             table=table,
+            scenarios=scenarios,
             path=path,
             graph_path=graph_path,
             page_url=page_url,

@@ -461,6 +461,27 @@ def failure_counts(store: Store, graph: ox.NamedNode) -> FailureCounts:
 
 
 @dataclass(frozen=True)
+class CheckCounts:
+    """Results whose abstention check found an abstention, and whose sufficiency check found the
+    response insufficient (Karenina's ``abstention_detected`` true, ``sufficiency_detected`` false)."""
+
+    abstained: int
+    insufficient: int
+    checked: int  # results on which either check was performed
+
+
+_CHECKS = """SELECT (COUNT(?a) AS ?abstained) (COUNT(?i) AS ?insufficient) (COUNT(DISTINCT ?c) AS ?checked) WHERE {
+  { ?a karenina:abstentionDetected true } UNION { ?i karenina:sufficiencyDetected false }
+  UNION { ?c karenina:abstentionCheckPerformed true } UNION { ?c karenina:sufficiencyCheckPerformed true }
+}"""
+
+
+def check_counts(store: Store, graph: ox.NamedNode) -> CheckCounts:
+    s = next(iter(query(store, _CHECKS, graph)))
+    return CheckCounts(_n(s, "abstained"), _n(s, "insufficient"), _n(s, "checked"))
+
+
+@dataclass(frozen=True)
 class Import:
     iri: str
     name: str | None
@@ -480,6 +501,7 @@ class RunView:
     triples: int | None
     groups: RunGroups
     failures: FailureCounts
+    checks: CheckCounts
 
 
 def run_view(store: Store, run: str, graph: ox.NamedNode, memo: Memo = _no_memo) -> RunView:
@@ -521,6 +543,7 @@ def run_view(store: Store, run: str, graph: ox.NamedNode, memo: Memo = _no_memo)
         triples=int(triples) if triples is not None and triples.isdigit() else None,
         groups=run_groups(store, graph, memo),
         failures=memo("failures", graph, lambda: failure_counts(store, graph)),
+        checks=memo("checks", graph, lambda: check_counts(store, graph)),
     )
 
 
@@ -734,6 +757,9 @@ def model_runs(store: Store, model: str, memo: Memo = _no_memo) -> list[ModelRun
 # -- one result ------------------------------------------------------------------------------------
 # Shown in sections of their own on a result page, not again among the other recorded fields.
 _SHOWN = {"verifyResult", "rawLlmResponse", "parsedLlmResponse", "parsedGtResponse", "questionText", "position"}
+# The abstention and sufficiency checks: Karenina's four fields each, shown in their own section.
+CHECKS = (("abstention", "Abstention"), ("sufficiency", "Sufficiency"))
+_CHECK_FIELDS = {f"{c}{f}" for c, _ in CHECKS for f in ("CheckPerformed", "Detected", "OverrideApplied", "Reasoning")}
 
 
 @dataclass(frozen=True)
@@ -764,6 +790,8 @@ class ResultView:
     parsed: dict[str, Any]  # "llm" / "ground truth" → the parsed response
     facts: dict[str, Any]  # every other value recorded on the result
     parts: list[tuple[str, dict[str, Any]]]  # (IRI, values) of its other parts (deep judgment)
+    checks: list[dict[str, Any]]  # the checks performed: name, performed, detected, override, reasoning
+    deep_judgment: dict[str, Any] | None  # the template deep judgment's values (excerpts, reasoning, ...)
 
 
 def _values(preds: dict[str, list[Any]]) -> dict[str, Any]:
@@ -818,6 +846,7 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
         for predicate in (KAR.deepJudgment, KAR.deepJudgmentRubric)
         for p in linked(predicate)
     ]
+    judged = [_values(index.get(p, {})) for p in linked(KAR.deepJudgment)]
     facts = _values(node)
     row = rows[0]
     return ResultView(
@@ -836,8 +865,21 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
             for k, p in (("answering model", "parsedLlmResponse"), ("ground truth", "parsedGtResponse"))
             if p in facts
         },
-        facts={k: v for k, v in sorted(facts.items()) if k not in _SHOWN},
+        facts={k: v for k, v in sorted(facts.items()) if k not in _SHOWN | _CHECK_FIELDS},
         parts=parts,
+        deep_judgment=judged[0] if judged else None,
+        checks=[
+            {
+                "check": check,
+                "title": title,
+                "performed": facts.get(f"{check}CheckPerformed"),
+                "detected": facts.get(f"{check}Detected"),
+                "override": facts.get(f"{check}OverrideApplied"),
+                "reasoning": facts.get(f"{check}Reasoning"),
+            }
+            for check, title in CHECKS
+            if facts.get(f"{check}CheckPerformed") or facts.get(f"{check}Detected") is not None
+        ],
     )
 
 

@@ -1,0 +1,346 @@
+"""The full-text index of a store: question text, reference answer, keywords and template code
+of every stored question, in SQLite FTS5 (``unicode61 remove_diacritics 2``: case- and
+accent-insensitive words), ranked by bm25.
+
+The graph stays the one source of truth; this is a derived copy the store keeps in step
+(``store._text``): for each benchmark the index records the generation graph and the edit stamp
+it was built from, and the catalog holds the same pair; when they differ the benchmark is indexed
+again. It lives beside the store (``<store>/text-index.sqlite``), in memory for a memory store.
+
+Loaded alone in a query worker too (pyoxigraph and the standard library only, like ``_worker``):
+a worker opens the index read-only and offers :func:`sparql_functions` to its queries.
+
+Query syntax (``parse``): words are ANDed; ``word*`` is a prefix; ``"two words"`` a phrase;
+``OR`` between two parts takes either. Whatever else the user typed is taken as words: the
+FTS5 expression is built from quoted tokens, so no input is an FTS5 syntax error.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pyoxigraph as ox
+
+INDEX_FILE = "text-index.sqlite"
+FIELDS = ("question", "answer", "keywords", "template")
+_SCHEMA_VERSION = "2"
+_DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
+# A token of the query as the user wrote it: a quoted phrase (closing quote optional) or a run of
+# anything but spaces and quotes.
+_PART = re.compile(r'"([^"]*)"?|([^\s"]+)')
+# Letters, digits and marks: the characters unicode61 keeps in a token (its separators are the
+# rest); a query word is split where the indexed text was.
+_WORD = re.compile(r"[^\W_]+|\d+")
+
+
+_BM25 = "bm25(fts, 1.0, 1.0, 1.0, 1.0, 0.0)"  # the columns' weights: FIELDS, then bench
+
+
+def bench_key(bench: str) -> str:
+    """The one word standing for a benchmark in the index's ``bench`` column."""
+    return "b" + hashlib.sha256(bench.encode()).hexdigest()[:24]
+
+
+@dataclass(frozen=True)
+class Row:
+    """One question as indexed."""
+
+    bench: str
+    question_id: str
+    iri: str  # the question node's IRI
+    position: int
+    question: str
+    answer: str
+    keywords: str  # the keywords, one per line
+    template: str
+
+
+@dataclass(frozen=True)
+class Hit:
+    bench: str
+    question_id: str
+    iri: str
+    score: float  # bm25, higher is better (SQLite's bm25 is negated)
+
+
+@dataclass(frozen=True)
+class Hits:
+    total: int
+    hits: list[Hit]
+
+
+class SearchSyntaxError(ValueError):
+    """A query with nothing to search for (no word in it)."""
+
+
+def parse(query: str) -> str:
+    """The FTS5 expression of a user's query (see the module docstring); every token quoted."""
+    out: list[str] = []
+    for m in _PART.finditer(query):
+        phrase, word = m.group(1), m.group(2)
+        if word == "OR":
+            if out and out[-1] != "OR":
+                out.append("OR")
+            continue
+        prefix = word is not None and word.endswith("*")
+        words = _WORD.findall(phrase if phrase is not None else word)
+        if not words:
+            continue
+        if phrase is not None:
+            out.append('"' + " ".join(words) + '"')
+        else:
+            # "tumour-suppressor" is two tokens in the index: a phrase of them here.
+            out.append('"' + " ".join(words) + '"' + ("*" if prefix else ""))
+    while out and out[-1] == "OR":
+        out.pop()
+    if not out:
+        raise SearchSyntaxError(f"nothing to search for in {query!r}: give at least one word")
+    return " ".join(out)
+
+
+class TextIndex:
+    """One store's index. ``path`` None: in memory. ``read_only``: a reader (a query worker)."""
+
+    def __init__(self, path: str | Path | None, *, read_only: bool = False) -> None:
+        self.path = None if path is None else Path(path)
+        self.read_only = read_only
+        if self.path is None:
+            self.db = sqlite3.connect(":memory:", check_same_thread=False)
+        elif read_only:
+            self.db = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, check_same_thread=False)
+        else:
+            self.db = sqlite3.connect(str(self.path), check_same_thread=False)
+        self.db.execute("PRAGMA busy_timeout = 10000")
+        self._vocabulary: tuple[int, list[str]] | None = None  # (_version(), words)
+        self._writes = 0
+        if not read_only:
+            self._create()
+
+    def _create(self) -> None:
+        db = self.db
+        if self.path is not None:
+            # Readers (query workers) never wait for the writer, nor it for them.
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        if version and str(version) != _SCHEMA_VERSION:
+            for table in ("docs", "fts", "state"):
+                db.execute(f"DROP TABLE IF EXISTS {table}")
+        with db:
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS docs (id INTEGER PRIMARY KEY, bench TEXT NOT NULL,"
+                " qid TEXT NOT NULL, iri TEXT NOT NULL UNIQUE, pos INTEGER NOT NULL)"
+            )
+            db.execute("CREATE INDEX IF NOT EXISTS docs_bench ON docs (bench, qid)")
+            db.execute(
+                "CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5("
+                + ", ".join((*FIELDS, "bench"))
+                + ", tokenize = 'unicode61 remove_diacritics 2')"
+            )
+            # What each benchmark was indexed from: its generation graph and edit stamp.
+            db.execute("CREATE TABLE IF NOT EXISTS state (bench TEXT PRIMARY KEY, stamp TEXT NOT NULL)")
+            db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self.db.close()
+
+    # -- keeping in step ---------------------------------------------------------------------
+    def stamps(self) -> dict[str, str]:
+        """Benchmark IRI → the stamp it was indexed at."""
+        return dict(self.db.execute("SELECT bench, stamp FROM state").fetchall())
+
+    def replace_benchmark(self, bench: str, rows: Iterable[Row], stamp: str) -> int:
+        """Index ``bench`` again from ``rows`` (everything it had goes), in one transaction."""
+        self._writes += 1
+        with self.db:
+            self._drop(bench)
+            n = self._insert(rows)
+            self.db.execute("INSERT OR REPLACE INTO state VALUES (?, ?)", (bench, stamp))
+        if self.path is not None:
+            # A whole benchmark went through the write-ahead log: fold it in and give the space back.
+            self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return n
+
+    def update_questions(self, bench: str, rows: Iterable[Row], removed: Iterable[str], stamp: str) -> None:
+        """Replace the questions ``rows`` and drop the questions ``removed`` (IRIs) of ``bench``."""
+        rows = list(rows)
+        self._writes += 1
+        with self.db:
+            for iri in removed:
+                # remove_question moves the later questions up one (positions stay 0..n-1).
+                for (pos,) in self.db.execute("SELECT pos FROM docs WHERE iri = ?", (iri,)).fetchall():
+                    self.db.execute("UPDATE docs SET pos = pos - 1 WHERE bench = ? AND pos > ?", (bench, pos))
+                self._drop_question(iri)
+            for iri in (r.iri for r in rows):
+                self._drop_question(iri)
+            self._insert(rows)
+            self.db.execute("INSERT OR REPLACE INTO state VALUES (?, ?)", (bench, stamp))
+
+    def drop_benchmark(self, bench: str) -> None:
+        self._writes += 1
+        with self.db:
+            self._drop(bench)
+            self.db.execute("DELETE FROM state WHERE bench = ?", (bench,))
+
+    def question_iris(self, bench: str) -> set[str]:
+        return {r[0] for r in self.db.execute("SELECT iri FROM docs WHERE bench = ?", (bench,))}
+
+    def _drop(self, bench: str) -> None:
+        self.db.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE bench = ?)", (bench,))
+        self.db.execute("DELETE FROM docs WHERE bench = ?", (bench,))
+
+    def _drop_question(self, iri: str) -> None:
+        for (i,) in self.db.execute("SELECT id FROM docs WHERE iri = ?", (iri,)).fetchall():
+            self.db.execute("DELETE FROM fts WHERE rowid = ?", (i,))
+            self.db.execute("DELETE FROM docs WHERE id = ?", (i,))
+
+    def _insert(self, rows: Iterable[Row]) -> int:
+        n = 0
+        cur = self.db.cursor()
+        for r in rows:
+            cur.execute(
+                "INSERT OR REPLACE INTO docs (bench, qid, iri, pos) VALUES (?, ?, ?, ?)",
+                (r.bench, r.question_id, r.iri, r.position),
+            )
+            cur.execute(
+                "INSERT INTO fts (rowid, question, answer, keywords, template, bench) VALUES (?, ?, ?, ?, ?, ?)",
+                (cur.lastrowid, r.question, r.answer, r.keywords, r.template, bench_key(r.bench)),
+            )
+            n += 1
+        return n
+
+    # -- searching -----------------------------------------------------------------------------
+    def search(
+        self,
+        query: str,
+        *,
+        benchmarks: Sequence[str] | None = None,
+        fields: Sequence[str] | None = None,
+        limit: int | None = 100,
+        offset: int = 0,
+    ) -> Hits:
+        """The questions matching ``query`` (user syntax, see :func:`parse`), best first (bm25),
+        with the total count; ``fields`` limits the match to some of :data:`FIELDS`."""
+        expression = parse(query)
+        unknown = [f for f in fields or () if f not in FIELDS]
+        if unknown:
+            raise SearchSyntaxError(f"unknown field {unknown[0]!r}: the fields are {', '.join(FIELDS)}")
+        # Always a column filter: never the bench column ("b*" would match every question there).
+        expression = "{" + " ".join(fields or FIELDS) + "} : (" + expression + ")"
+        if benchmarks is not None:
+            if not benchmarks:
+                return Hits(0, [])
+            # The benchmark is a word of its own column: the index intersects, no row is joined.
+            keys = " OR ".join(f'"{bench_key(b)}"' for b in benchmarks)
+            expression = f"({expression}) AND {{bench}} : ({keys})"
+        try:
+            # Ranked on the index alone, then the page joined. bm25 of every hit is the cost; the
+            # bench column weighs nothing in it.
+            total = self.db.execute("SELECT count(*) FROM fts WHERE fts MATCH ?", [expression]).fetchone()[0]
+            page = self.db.execute(
+                f"SELECT docs.bench, docs.qid, docs.iri, r.s FROM (SELECT rowid AS id, {_BM25} AS s FROM fts"
+                " WHERE fts MATCH ? ORDER BY s, rowid LIMIT ? OFFSET ?) AS r CROSS JOIN docs ON docs.id = r.id"
+                " ORDER BY r.s, r.id",
+                [expression, -1 if limit is None else limit, offset],
+            ).fetchall()
+        except sqlite3.OperationalError as exc:  # parse() quotes every token: not expected
+            raise SearchSyntaxError(f"cannot search for {query!r}: {exc}") from None
+        return Hits(total, [Hit(b, q, i, -s) for b, q, i, s in page])
+
+    def scores(self, query: str) -> dict[str, float]:
+        """Question IRI → score of every question matching ``query``."""
+        sql = f"SELECT docs.iri, {_BM25} FROM fts CROSS JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?"
+        rows = self.db.execute(sql, ["{" + " ".join(FIELDS) + "} : (" + parse(query) + ")"])
+        return {iri: -score for iri, score in rows}
+
+    def texts(self, bench: str, columns: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
+        """(question id, the ``columns`` texts) of every question of ``bench``, in benchmark order."""
+        cols = ", ".join(f"fts.{c}" for c in columns)
+        rows = self.db.execute(
+            f"SELECT docs.qid, {cols} FROM docs JOIN fts ON fts.rowid = docs.id WHERE docs.bench = ?"
+            " ORDER BY docs.pos, docs.id",
+            (bench,),
+        )
+        for qid, *values in rows:
+            yield qid, values
+
+    def texts_of(self, bench: str, columns: Sequence[str], qids: Sequence[str]) -> list[tuple[str, list[str]]]:
+        """As :meth:`texts`, for the questions ``qids`` only."""
+        cols = ", ".join(f"fts.{c}" for c in columns)
+        found: list[tuple[int, int, str, list[str]]] = []
+        for start in range(0, len(qids), 500):
+            chunk = qids[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT docs.pos, docs.id, docs.qid, {cols} FROM docs JOIN fts ON fts.rowid = docs.id"
+                f" WHERE docs.bench = ? AND docs.qid IN ({', '.join('?' * len(chunk))})",
+                (bench, *chunk),
+            )
+            found.extend((pos, i, qid, values) for pos, i, qid, *values in rows)
+        found.sort(key=lambda r: (r[0], r[1]))  # the benchmark's order, as texts() gives it
+        return [(qid, values) for _, _, qid, values in found]
+
+    def matching_ids(self, bench: str, expression: str, columns: Sequence[str]) -> set[str]:
+        """Question ids of ``bench`` whose ``columns`` match an FTS5 ``expression``."""
+        rows = self.db.execute(
+            "SELECT docs.qid FROM fts CROSS JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?",
+            ("{" + " ".join(columns) + "} : (" + expression + f') AND {{bench}} : "{bench_key(bench)}"',),
+        )
+        return {r[0] for r in rows}
+
+    def vocabulary_containing(self, needle: str, limit: int) -> list[str] | None:
+        """The indexed words containing ``needle`` (lowercase ASCII), or None past ``limit``.
+        The vocabulary is read once (fts5vocab reads the whole index: 0.5 s at 100k questions)
+        and kept until the index changes."""
+        version = self._version()
+        if self._vocabulary is None or self._vocabulary[0] != version:
+            self.db.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.vocab USING fts5vocab(main, fts, row)")
+            self._vocabulary = (version, [r[0] for r in self.db.execute("SELECT term FROM temp.vocab")])
+        words = []
+        for word in self._vocabulary[1]:
+            if needle in word:
+                words.append(word)
+                if len(words) > limit:
+                    return None
+        return words
+
+    def _version(self) -> int:
+        # data_version changes with another connection's commits, _writes with this one's.
+        return int(self.db.execute("PRAGMA data_version").fetchone()[0]) * 1_000_000 + self._writes
+
+
+def sparql_functions(index: TextIndex | None, score_iri: str, match_iri: str) -> dict[ox.NamedNode, Any]:
+    """``karenina:textScore(?q, "query")`` (``score_iri``: the bm25 score of question ``?q``,
+    unbound when it does not match) and ``karenina:textMatch(?q, "query")`` (``match_iri``: a
+    boolean) for pyoxigraph's ``custom_functions``; the IRIs come from the caller (the
+    vocabulary is ``rdf``'s, which a worker cannot import). The index is asked once per query
+    text and evaluation; each row is then a dictionary lookup."""
+    cache: dict[str, Mapping[str, float]] = {}
+
+    def scores(query: Any) -> Mapping[str, float]:
+        text = query.value if isinstance(query, ox.Literal) else None
+        if text is None:
+            return {}
+        if text not in cache:
+            if index is None:
+                raise ValueError("this store has no full-text index")
+            try:
+                cache[text] = index.scores(text)
+            except SearchSyntaxError:
+                cache[text] = {}
+        return cache[text]
+
+    def score(question: Any, query: Any) -> ox.Literal | None:
+        found = scores(query).get(question.value) if isinstance(question, ox.NamedNode) else None
+        return None if found is None else ox.Literal(repr(found), datatype=_DOUBLE)
+
+    def match(question: Any, query: Any) -> ox.Literal:
+        hit = isinstance(question, ox.NamedNode) and question.value in scores(query)
+        return ox.Literal("true" if hit else "false", datatype=ox.NamedNode("http://www.w3.org/2001/XMLSchema#boolean"))
+
+    return {ox.NamedNode(score_iri): score, ox.NamedNode(match_iri): match}
