@@ -45,6 +45,7 @@ from karenina_rdf.validation import (
     findings_in_run,
     load_finding,
     readiness,
+    record_import,
     template_cache,
     template_results,
     validate_run,
@@ -151,11 +152,14 @@ def _import_into(
     except (OSError, SyntaxError, ValueError) as exc:
         raise StoreError(f"loading {mapped.source or mapped.iri} failed, store unchanged: {exc}") from None
     modes = None
+    validated: list[tuple[str, str]] = []
     if pointers is not None:
-        _refuse_violations(store, mapped, gen.graph, pointers, code)
+        findings = _refuse_violations(store, mapped, gen.graph, pointers, code)
         modes = readiness(store.oxigraph, gen.graph, mapped.iri)
+        # Published with the graph: `validate --stored` reads these instead of validating again.
+        validated = record_import(store, gen.graph, findings)
     mapped.warnings = replaced + mapped.warnings
-    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes)
+    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated)
 
 
 def _refuse_violations(
@@ -164,8 +168,11 @@ def _refuse_violations(
     graph: ox.NamedNode,
     pointers: dict[str, str],
     code: list[ValidationResult],
-) -> None:
+) -> list[Finding]:
+    """Raise the violations that refuse the file; turn the rest into the import's warnings.
+    Returns the findings as a validation of the stored graph makes them."""
     findings = findings_in_graph(store, graph, mapped.iri, mapped.name, pointers, code)
+    found = list(findings)
 
     def problem(f: Finding) -> Problem:
         return Problem(f.message, mapped.source, f.pointer, f.question_id, trait=f.trait)
@@ -188,6 +195,7 @@ def _refuse_violations(
         for w in mapped.warnings
         if w.pointer is None or not any(w.pointer == c or w.pointer.startswith(c + "/") for c in covered)
     ]
+    return found
 
 
 def _publish(
@@ -197,6 +205,7 @@ def _publish(
     old_graph: ox.NamedNode | None,
     file_hash: str | None,
     modes: Readiness | None = None,
+    validated: list[tuple[str, str]] | None = None,
 ) -> ImportResult:
     bench = mapped.iri
     digest = mapped.content_hash()
@@ -212,14 +221,17 @@ def _publish(
         readiness=modes,
     )
     if old_graph is not None and store.catalog.value(bench, CONTENT_HASH) == digest:
-        store.drop_graph(graph)  # same triples from different bytes: keep what is stored
+        # Same triples from different bytes: keep what is stored.
+        store.drop_graph(graph, size=mapped.sink.count)
         return ImportResult(status="unchanged", **result)  # type: ignore[arg-type]
-    hashes = [(CONTENT_HASH, json.dumps(digest))]
+    hashes = [(CONTENT_HASH, json.dumps(digest)), *(validated or [])]
     if file_hash is not None:
         hashes.append((FILE_HASH, json.dumps(file_hash)))
+    old_size = store.catalog.value(bench, TRIPLE_COUNT) if old_graph is not None else None
     store.catalog.publish(bench, GRAPH, graph, source=mapped.source, triples=mapped.sink.count, extra=hashes)
     if old_graph is not None:
-        store.retire(old_graph)  # unpublished now; marked until it is gone
+        # Unpublished now; marked until it is gone.
+        store.retire(old_graph, size=int(old_size) if old_size is not None else None)
     return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
 
 

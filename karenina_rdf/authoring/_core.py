@@ -85,8 +85,8 @@ class BenchmarkCore:
             text = self.store.fulltext
             old = text.stamps().get(self.iri)
             new, stamp = text.bump(self.iri)
-            self.store.oxigraph.update(f"{body} ;\n{stamp}")
-            self.store.mark_edited(self.iri)
+            # One update: the edit, the text stamp, and forgetting the hashes and recorded validation.
+            self.store.edit(self.iri, f"{body} ;\n{stamp}")
             text.edited(self.iri, old, new, questions)
 
     def _header_update(self, header: dict[str, Any]) -> str | None:

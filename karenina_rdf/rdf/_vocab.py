@@ -148,6 +148,7 @@ def _words(*sections: str) -> tuple[str, ...]:
 KARENINA_TERMS = _words(
     # The catalog graph and the store node (data-model §2); a run's catalog entry (§9).
     "graph contentHash sourceSha256 tripleCount importedFrom importedAt baseIri pendingGraph runGraph textStamp",
+    "validatedFindings validationNonce",
     # The full-text index's SPARQL functions (docs/queries.md § Full-text search).
     "textScore textMatch",
     # Benchmark nodes (§4): order, identity kept from the file, Karenina's derived values.

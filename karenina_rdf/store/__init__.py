@@ -2,7 +2,7 @@
 that says which generation graph is live (``Catalog``), loading N-Triples through one sink
 protocol (``_loading``), and a SPARQL 1.1 server as the backend (``_remote``)."""
 
-from ._catalog import CONTENT_HASH, FILE_HASH, GRAPH, IMPORTED_AT, RUN_GRAPH, SOURCE, TRIPLE_COUNT
+from ._catalog import CONTENT_HASH, FILE_HASH, GRAPH, IMPORTED_AT, RUN_GRAPH, SOURCE, TRIPLE_COUNT, VALIDATED
 from ._loading import Sink
 from ._remote import is_url
 from ._store import BASE_IRI_ENV, STORE_ENV, BenchmarkSummary, Generation, GraphStore, default_store_path
@@ -21,6 +21,7 @@ __all__ = [
     "STORE_ENV",
     "Sink",
     "TRIPLE_COUNT",
+    "VALIDATED",
     "default_store_path",
     "is_url",
 ]

@@ -29,6 +29,11 @@ TRIPLE_COUNT = KAR.tripleCount
 STORE_NODE = "urn:karenina-rdf:store"
 BASE = KAR.baseIri
 PENDING = KAR.pendingGraph  # on the store node: a graph being loaded or dropped
+# A benchmark's recorded validation (validation._recorded): the digest of the findings file that
+# holds its last full validation, and the nonce of a validation under way. Both go with every
+# in-place edit (forget_hashes), so a record never outlives the triples it was made from.
+VALIDATED = KAR.validatedFindings
+VALIDATING = KAR.validationNonce
 
 
 class Catalog:
@@ -114,10 +119,35 @@ class Catalog:
         self._ox.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{subject}> ?p ?o }} }}")
 
     def forget_hashes(self, subject: str) -> None:
-        """Forget the content hashes of a benchmark changed in place (re-import then replaces it)."""
+        """Forget the content hashes of a benchmark changed in place (re-import then replaces it)
+        and its recorded validation (the next one validates it all again)."""
+        self._ox.update(self.forget_update(subject))
+
+    @staticmethod
+    def forget_update(subject: str) -> str:
+        """The SPARQL update of :meth:`forget_hashes`, to run in the same request as an edit."""
+        return " ;\n".join(
+            f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{subject}> <{p}> ?h }} }}"
+            for p in (CONTENT_HASH, FILE_HASH, VALIDATED, VALIDATING)
+        )
+
+    # -- recorded validations --------------------------------------------------------------
+    def start_validation(self, subject: str, nonce: str) -> None:
+        """Mark a full validation of ``subject`` as under way: an edit made meanwhile removes the
+        mark, and :meth:`finish_validation` then records nothing."""
+        fact = f"GRAPH {CATALOG_GRAPH} {{ <{subject}> <{VALIDATING}> {json.dumps(nonce)} }}"
         self._ox.update(
-            " ;\n".join(
-                f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{subject}> <{p}> ?h }} }}"
-                for p in (CONTENT_HASH, FILE_HASH)
-            )
+            f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{subject}> <{VALIDATING}> ?n }} }} ;\n"
+            f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{subject}> <{VALIDATED}> ?d }} }} ;\n"
+            f"INSERT DATA {{ {fact} }}"
+        )
+
+    def finish_validation(self, subject: str, nonce: str, digest: str) -> None:
+        """Record ``digest`` as ``subject``'s validation if the mark of :meth:`start_validation`
+        is still there (no edit since), in one conditional update."""
+        mark = f"<{subject}> <{VALIDATING}> {json.dumps(nonce)}"
+        self._ox.update(
+            f"DELETE {{ GRAPH {CATALOG_GRAPH} {{ {mark} }} }}\n"
+            f"INSERT {{ GRAPH {CATALOG_GRAPH} {{ <{subject}> <{VALIDATED}> {json.dumps(digest)} }} }}\n"
+            f"WHERE {{ GRAPH {CATALOG_GRAPH} {{ {mark} }} }}"
         )

@@ -54,7 +54,7 @@ from karenina_rdf.sparql import (
     sparql_functions,
 )
 
-from ._catalog import IMPORTED_AT, SOURCE, Catalog
+from ._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT, Catalog
 from ._loading import Sink, open_sink
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
 from ._text import TextSync, calls_text_functions
@@ -65,6 +65,14 @@ STORE_TOKEN_ENV = "KARENINA_RDF_STORE_TOKEN"  # Bearer token for a store given a
 DEFAULT_STORE_PATH = ".karenina-rdf"
 SNAPSHOTS = ".snapshots"  # checkpoints of an on-disk store that other processes read (snapshot())
 _DELETE_BATCH = 20_000
+# Dropping a graph quad by quad costs pyoxigraph 20-40 µs a quad, while clearing the whole store
+# takes well under a second; dumping what stays and bulk-loading it back cost about 0.75 of that
+# a quad (measured, docs/performance.md § Deleting). So a graph is dropped by rebuilding the store
+# without it when what stays is at most this many times its size: a benchmark beside the small
+# shared graphs, or beside one other benchmark its size, or replaced by one its size.
+_REBUILD_RATIO = 1.25
+_REBUILD = ".rebuild"  # in the store folder: what stays, while the store is rebuilt without a graph
+_BLOCK = 1 << 26  # bytes of N-Triples turned into N-Quads at a time
 # A generation graph's IRI after '{base}benchmarks/' or '{base}runs/' (docs/data-model.md §2).
 _GENERATION = re.compile(r"[^/]+/graph/[0-9a-f]{16}$")
 
@@ -129,6 +137,11 @@ class GraphStore:
     """A karenina-rdf store as storage: on disk at ``path`` (created if missing), in memory when
     ``path`` is None, or on a SPARQL server. ``karenina_rdf.Store`` adds the import pipeline."""
 
+    # Whether a big graph may be dropped by clearing the store and loading back what stays
+    # (drop_graph): the store is empty for a moment, so a process whose other threads read it
+    # while it writes (the endpoint) sets this to False.
+    drop_by_rebuilding = True
+
     def __init__(
         self, path: str | Path | None = None, *, base_iri: str | None = None, remote: RemoteStore | None = None
     ) -> None:
@@ -148,6 +161,7 @@ class GraphStore:
             else:
                 self.path.mkdir(parents=True, exist_ok=True)
                 self._ox = ox.Store(str(self.path))
+                self._finish_rebuild()  # before anything reads it: a crash may have left it cleared
         except OSError as exc:
             hint = ""
             if "LOCK" in str(exc):  # RocksDB lets one process hold the store
@@ -291,10 +305,15 @@ class GraphStore:
                 return True
         return False
 
-    def drop_graph(self, graph: ox.NamedNode) -> None:
-        """Remove a graph's triples (callers unlink it from the catalog first)."""
+    def drop_graph(self, graph: ox.NamedNode, *, size: int | None = None) -> None:
+        """Remove a graph's triples (callers unlink it from the catalog first). ``size``: its
+        number of triples, if known; a big graph in a store on disk holding little else is
+        dropped by rebuilding the store without it."""
         if self.remote is not None:
             self.remote.drop_graph(graph)  # one DROP on a server; pyoxigraph's removal is slow
+            return
+        if size is not None and self.drop_by_rebuilding and self.path is not None and self._rest_is_small(graph, size):
+            self._rebuild_without(graph)
             return
         # Removing quads is slow in pyoxigraph; batches keep each transaction small
         # (docs/performance.md).
@@ -307,15 +326,104 @@ class GraphStore:
             self._ox.update(f"DELETE DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
         self._ox.remove_graph(graph)
 
-    def retire(self, graph: ox.NamedNode, *, unpublish: str | None = None) -> None:
+    def retire(self, graph: ox.NamedNode, *, unpublish: str | None = None, size: int | None = None) -> None:
         """Drop a generation graph no longer (or never) published, marked pending while it is
         dropped (slowly, in batches) so no query sees it; ``unpublish`` first forgets the
-        benchmark or run that the catalog says lives there."""
+        benchmark or run that the catalog says lives there. ``size``: as for :meth:`drop_graph`."""
         self.catalog.mark_pending(graph, True)
         if unpublish is not None:
             self.catalog.unpublish(unpublish)
-        self.drop_graph(graph)
+        self.drop_graph(graph, size=size)
         self.catalog.mark_pending(graph, False)
+
+    # -- dropping by rebuilding --------------------------------------------------------------
+    def _rest_is_small(self, graph: ox.NamedNode, size: int) -> bool:
+        """Whether everything but ``graph`` is at most ``_REBUILD_RATIO`` times ``size`` triples:
+        the live benchmarks and runs by their catalog counts, other graphs counted up to the
+        limit (a store that holds more, or whose sizes are not known, drops quad by quad)."""
+        budget = _REBUILD_RATIO * size  # triples that may stay
+        counted: set[ox.NamedNode | ox.BlankNode] = {graph}
+        for owner, g in [*self.catalog.benchmarks().items(), *self.catalog.runs().items()]:
+            if g == graph:
+                continue
+            count = self.catalog.value(owner, TRIPLE_COUNT)
+            if count is None:
+                return False
+            budget -= int(count)
+            counted.add(g)
+        others: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [ox.DefaultGraph()]
+        others += [g for g in self._ox.named_graphs() if g not in counted]
+        for other in others:
+            for _ in self._ox.quads_for_pattern(None, None, None, other):
+                budget -= 1
+                if budget < 0:
+                    return False
+        return budget >= 0
+
+    def _rebuild_without(self, graph: ox.NamedNode) -> None:
+        """Drop ``graph`` by clearing the store and bulk-loading everything else back.
+
+        What stays is first written to ``.rebuild/`` in the store folder as one N-Quads file (one
+        load keeps shared blank nodes shared) with a manifest naming the graphs, empty ones too;
+        the manifest, written last and renamed into place, is the commit point. From then on a
+        crash is finished by the next open (:meth:`_finish_rebuild`), which clears and loads
+        again; before it, the store is untouched and the folder is removed."""
+        assert self.path is not None
+        folder = self.path / _REBUILD
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir()
+        keep = [g for g in self._ox.named_graphs() if g != graph]
+        with open(folder / "rest.nq", "wb") as out:
+            self._dump_as_quads(ox.DefaultGraph(), out, folder)
+            for g in keep:
+                self._dump_as_quads(g, out, folder)
+            out.flush()
+            os.fsync(out.fileno())
+        manifest = folder / "manifest.json"
+        tmp = folder / "manifest.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"graphs": [str(g) for g in keep]}, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, manifest)
+        self._finish_rebuild()
+
+    def _dump_as_quads(
+        self, graph: ox.NamedNode | ox.BlankNode | ox.DefaultGraph, out: IO[bytes], folder: Path
+    ) -> None:
+        # pyoxigraph dumps one graph as N-Triples; a line ends in " .\n" and nowhere else (the
+        # serializer escapes line breaks in literals), so the graph name goes before that end.
+        part = folder / "graph.nt"
+        self._ox.dump(str(part), format=ox.RdfFormat.N_TRIPLES, from_graph=graph)
+        end = b" .\n" if isinstance(graph, ox.DefaultGraph) else f" {graph} .\n".encode()
+        with open(part, "rb") as fh:
+            rest = b""
+            while block := fh.read(_BLOCK):
+                block = rest + block
+                cut = block.rfind(b"\n") + 1
+                block, rest = block[:cut], block[cut:]
+                out.write(block.replace(b" .\n", end))
+            out.write(rest.replace(b" .\n", end))
+        part.unlink()
+
+    def _finish_rebuild(self) -> None:
+        """Complete a rebuild whose manifest was written (clear, load, recreate empty graphs), or
+        forget one that never reached it. Loading again after a crash mid-load is safe: the store
+        is cleared first."""
+        assert self.path is not None
+        folder = self.path / _REBUILD
+        manifest = folder / "manifest.json"
+        if not manifest.is_file():
+            shutil.rmtree(folder, ignore_errors=True)  # the store was not touched
+            return
+        graphs = json.loads(manifest.read_text(encoding="utf-8"))["graphs"]
+        self._ox.clear()
+        self._ox.bulk_load(path=str(folder / "rest.nq"), format=ox.RdfFormat.N_QUADS)
+        for g in graphs:
+            term = ox.BlankNode(g[2:]) if g.startswith("_:") else ox.NamedNode(g[1:-1])
+            self._ox.add_graph(term)
+        self._ox.flush()
+        shutil.rmtree(folder)
 
     @contextmanager
     def generation(self, owner: str, *, one_bulk_load: bool = False) -> Iterator[Generation]:
@@ -344,8 +452,15 @@ class GraphStore:
         self.catalog.mark_pending(graph, False)
 
     def mark_edited(self, bench: str) -> None:
-        """Forget the content hash of a benchmark changed in place (re-import then replaces it)."""
+        """Forget the content hash of a benchmark changed in place (re-import then replaces it)
+        and its recorded validation."""
         self.catalog.forget_hashes(bench)
+
+    def edit(self, bench: str, sparql_update: str) -> None:
+        """Run a SPARQL update that changes ``bench`` in place, forgetting its content hashes and
+        recorded validation in the same request: no crash or concurrent validation can leave a
+        record of the triples as they were."""
+        self._ox.update(self.catalog.forget_update(bench) + " ;\n" + sparql_update)
 
     # -- lookups ---------------------------------------------------------------------------
     def benchmarks(self) -> list[BenchmarkSummary]:
@@ -476,7 +591,8 @@ class GraphStore:
     def delete(self, ref: str) -> BenchmarkSummary:
         bench, graph = self.graph_of(ref)
         summary = self._summary(bench, graph)
-        self.retire(graph, unpublish=bench)
+        size = self.catalog.value(bench, TRIPLE_COUNT)
+        self.retire(graph, unpublish=bench, size=int(size) if size is not None else None)
         return summary
 
     # -- SPARQL ----------------------------------------------------------------------------
@@ -589,10 +705,14 @@ class GraphStore:
     def update_graph(self, sparql_update: str, *, base_iri: str | None = None) -> None:
         """Run a SPARQL update on the store (relative IRIs resolved against ``base_iri``). The
         stored benchmarks may no longer match the files they came from, so every content hash is
-        forgotten: the next import of a file replaces."""
+        forgotten: the next import of a file replaces. So is every recorded validation, before
+        the update too (a validation recorded between the update and the forgetting would
+        describe the triples as they were)."""
         # First (a crash after it only costs a rebuild): the update may change any text, so
         # every benchmark is indexed again at the next search.
         self.fulltext.invalidate_all()
+        for bench in self.catalog.benchmarks():
+            self.mark_edited(bench)
         try:
             self._ox.update(sparql_update, base_iri=base_iri)
         except SyntaxError as exc:

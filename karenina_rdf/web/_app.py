@@ -111,6 +111,9 @@ class Endpoint:
 
     def __init__(self, store: Store, settings: EndpointSettings) -> None:
         self.store, self.settings = store, settings
+        # Pages and linked data read the store on other threads while a write runs: a graph is
+        # dropped quad by quad here, never by clearing and reloading the store (GraphStore).
+        store.drop_by_rebuilding = False
         self.site = Site(store)
         # Queries on an on-disk store run in worker processes that read snapshots of it; an
         # in-memory store cannot be snapshotted and a SPARQL server bounds its own queries.
