@@ -567,7 +567,12 @@ class Pipeline:
         if outcome.deep_judgment is not None:
             result["deep_judgment_rubric"] = outcome.deep_judgment
             # DeepJudgmentRubricAutoFail: a trait left without valid excerpts fails the verdict,
-            # unless the answer abstained (abstention takes priority, as in Karenina).
-            if outcome.traits_without_excerpts and not result["template"]["abstention_detected"]:
+            # unless the answer abstained (abstention takes priority). As in Karenina, whose stage
+            # list holds this guard only when *template* deep judgment is on.
+            if (
+                outcome.traits_without_excerpts
+                and self.deep_judgment.mode != "disabled"
+                and not result["template"]["abstention_detected"]
+            ):
                 result["template"]["verify_result"] = False
                 state.autofail = state.autofail or RUBRIC_AUTOFAIL_STAGE

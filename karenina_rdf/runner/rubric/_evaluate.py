@@ -270,6 +270,9 @@ def evaluate_rubric(
     if dj is None:
         return RubricOutcome(part=part, calls=j.calls, warnings=j.warnings, skipped=skipped)
     standard = {k: v for k, v in (part["llm_trait_scores"] or {}).items() if k not in in_steps}
+    # Karenina's stage combines the two score dicts into one (a dict even when empty): the rubric
+    # counts as evaluated whatever the traits scored.
+    part["rubric_evaluation_performed"] = True
     return RubricOutcome(
         part=part,
         calls=j.calls,
