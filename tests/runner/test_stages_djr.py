@@ -361,7 +361,11 @@ def test_rubric_deep_judgment_results_map_validate_load_in_karenina_and_show(san
     from karenina_rdf import create_app, validate_store
 
     row, _, store, report = run_ours(
-        sandbox, [NAMES, CLEAR], "rubric_only", {"mode": "enable_all"}, {**ALL, "EXCERPTS:clarity": INVENTED}
+        sandbox,
+        [NAMES, CLEAR],
+        "rubric_only",
+        {"mode": "enable_all", "template_mode": "full"},  # the guard needs template deep judgment on
+        {**ALL, "EXCERPTS:clarity": INVENTED},
     )
     assert row["deep_judgment_rubric"]["traits_without_valid_excerpts"] == ["clarity"]
     problems = [f for r in validate_store(store) if r.run for f in r.findings if f.severity == "Violation"]
