@@ -13,7 +13,7 @@ import json
 import re
 import threading
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from markupsafe import escape
@@ -201,7 +201,7 @@ def sandbox() -> Iterator[Sandbox]:
 class Judge:
     """A fake judge answering by (call kind, trait); every request kept."""
 
-    KIND = {
+    KIND: ClassVar[dict[str, str]] = {
         "rubric_deep_judgment_excerpts": "EXCERPTS",
         "rubric_deep_judgment_reasoning": "REASONING",
         "rubric_deep_judgment_score": "SCORE",
