@@ -134,3 +134,44 @@ def test_karenina_s_verification_config_maps_to_the_run() -> None:
             verification_plan(store, _config(deep_judgment_rubric_mode="custom"), None)
         with pytest.raises(InvalidValueError, match=r"deep_judgment_rubric_\*"):
             verification_plan(store, _config(deep_judgment_rubric_mode="sometimes"), None)
+
+
+def test_template_kind_traits_are_never_judged_in_steps() -> None:
+    """Our choice (docs/verification.md): enable_all takes a boolean trait through the steps and
+    leaves a template-kind trait to its ordinary call."""
+    from karenina_rdf.runner.providers import ChatRequest, FunctionProvider
+    from karenina_rdf.runner.rubric import evaluate_rubric
+    from tests.runner.rubric.test_rubric import CITATIONS
+
+    stages: list[str] = []
+
+    def judge(r: ChatRequest) -> str:
+        stages.append(r.stage)
+        if r.stage == "rubric_deep_judgment_excerpts":
+            return json.dumps({"excerpts": [{"text": "Paris", "confidence": "high"}]})
+        if r.stage == "rubric_deep_judgment_score":
+            return json.dumps({"result": True})
+        if r.stage == "rubric_deep_judgment_reasoning":
+            return "Conclusion: met."
+        return json.dumps({"count": 1, "has_doi": False})
+
+    out = evaluate_rubric(
+        [_trait("names_city"), CITATIONS],
+        {},
+        question_text="Capital of France?",
+        response="Paris.",
+        raw_answer="Paris",
+        judge=FunctionProvider(judge),
+        judge_model="j",
+        sandbox=None,
+        trust_callables=False,
+        deep_judgment=RubricDeepJudgmentConfig(mode="enable_all"),
+    )
+    assert stages == [
+        "rubric_deep_judgment_excerpts",
+        "rubric_deep_judgment_reasoning",
+        "rubric_deep_judgment_score",
+        "rubric_evaluation",
+    ]
+    assert out.deep_judgment is not None and out.deep_judgment["deep_judgment_rubric_scores"] == {"names_city": True}
+    assert out.part["llm_trait_scores"] == {"names_city": True, "citations.count": 1, "citations.has_doi": False}
