@@ -9,6 +9,7 @@ from ._deep_judgment import (
     DeepJudgmentRubricCustomConfig,
     DeepJudgmentTraitConfig,
     RubricDeepJudgmentConfig,
+    fuzzy_match,
 )
 from ._dynamic import ABSENT, PRESENCE_SCHEMA, check_conflicts, merge_dynamic, presence_messages, read_presence
 from ._evaluate import AGENTIC_SKIPPED, evaluate_rubric, merge_rubrics
@@ -24,6 +25,7 @@ __all__ = [
     "RubricDeepJudgmentConfig",
     "check_conflicts",
     "evaluate_rubric",
+    "fuzzy_match",
     "merge_dynamic",
     "merge_rubrics",
     "presence_messages",

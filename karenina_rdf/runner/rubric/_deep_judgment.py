@@ -39,13 +39,13 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from difflib import SequenceMatcher
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from karenina_rdf._errors import ProviderError
 from karenina_rdf.checkpoint import RubricTrait
-from karenina_rdf.runner._deep_judgment import fuzzy_match
 from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, Provider, json_object, with_instructions
 
 AUTOFAIL_STAGE = "DeepJudgmentRubricAutoFail"  # Karenina's stage name, the failure's stage
@@ -147,6 +147,19 @@ def resolve(t: RubricTrait, question_id: str | None, cfg: RubricDeepJudgmentConf
         chosen.fuzzy_match_threshold,
         chosen.excerpt_retry_attempts,
     )
+
+
+def fuzzy_match(excerpt: str, text: str) -> tuple[bool, float]:
+    """Karenina's ``fuzzy_match_excerpt``: the longest block the whitespace-normalised quote shares
+    with the normalised text, over the quote's length; a match from 0.75."""
+    quote, haystack = " ".join(excerpt.split()), " ".join(text.split())
+    if not quote or not haystack:
+        return False, 0.0
+    block = SequenceMatcher(None, quote, haystack).find_longest_match(0, len(quote), 0, len(haystack))
+    if block.size == 0:
+        return False, 0.0
+    similarity = block.size / len(quote)
+    return similarity >= 0.75, similarity
 
 
 # -- the judge's replies, read as Karenina's structured-output models read them -----------------
