@@ -160,6 +160,42 @@ def verify(
             "then the parse; an attribute without a quote fails the verdict). No web search.",
         ),
     ] = None,
+    djr_mode: Annotated[
+        str | None,
+        typer.Option(
+            "--deep-judgment-rubric-mode",
+            help="Karenina's deep judgment for LLM rubric traits: disabled (only traits whose own settings "
+            "ask for it), enable_all, use_checkpoint (each trait's settings) or custom "
+            "(--deep-judgment-rubric-config). No web search.",
+        ),
+    ] = None,
+    djr_excerpts: Annotated[
+        bool | None,
+        typer.Option(
+            "--deep-judgment-rubric-excerpts/--no-deep-judgment-rubric-excerpts",
+            help="enable_all: quote evidence first (default) or reason from the whole answer.",
+        ),
+    ] = None,
+    djr_max_excerpts: Annotated[
+        int | None, typer.Option("--deep-judgment-rubric-max-excerpts", min=1, help="enable_all: quotes per trait (7).")
+    ] = None,
+    djr_threshold: Annotated[
+        float | None,
+        typer.Option(
+            "--deep-judgment-rubric-fuzzy-threshold", min=0.0, max=1.0, help="enable_all: quote similarity (0.80)."
+        ),
+    ] = None,
+    djr_retries: Annotated[
+        int | None,
+        typer.Option("--deep-judgment-rubric-retry-attempts", min=0, help="enable_all: excerpt retries (2)."),
+    ] = None,
+    djr_config: Annotated[
+        Path | None,
+        typer.Option(
+            "--deep-judgment-rubric-config",
+            help="custom: a JSON file holding Karenina's DeepJudgmentRubricCustomConfig (global, question_specific).",
+        ),
+    ] = None,
     run: RunIdOpt = None,
     run_name: Annotated[str | None, typer.Option("--run-name", help="Karenina's run_name of every result.")] = None,
     resume: Annotated[
@@ -180,6 +216,7 @@ def verify(
         fs, pc = _prompting(few_shot_mode, few_shot_k, few_shot_config, prompt_config)
         if deep_judgment is not None and deep_judgment not in ("disabled", "reasoning_only", "full"):
             raise VerificationError(f"--deep-judgment-mode {deep_judgment!r}: one of disabled, reasoning_only, full")
+        djr = _rubric_deep_judgment(djr_mode, djr_excerpts, djr_max_excerpts, djr_threshold, djr_retries, djr_config)
         s = _open(store, base_iri)
         try:
             report = run_verify(
@@ -200,6 +237,7 @@ def verify(
                 abstention=abstention,
                 sufficiency=sufficiency,
                 deep_judgment={"mode": deep_judgment} if deep_judgment else None,
+                deep_judgment_rubric=djr,
                 run=run,
                 run_name=run_name,
                 resume=resume,
@@ -214,6 +252,39 @@ def verify(
     _report(report)
     if report.status != "completed":
         raise typer.Exit(130)
+
+
+def _rubric_deep_judgment(
+    mode: str | None,
+    excerpts: bool | None,
+    max_excerpts: int | None,
+    threshold: float | None,
+    retries: int | None,
+    config_file: Path | None,
+) -> dict[str, Any] | None:
+    """The ``--deep-judgment-rubric-*`` options as RubricDeepJudgmentConfig fields (None: none given)."""
+    import json
+
+    if mode is not None and mode not in ("disabled", "enable_all", "use_checkpoint", "custom"):
+        raise VerificationError(
+            f"--deep-judgment-rubric-mode {mode!r}: one of disabled, enable_all, use_checkpoint, custom"
+        )
+    given: dict[str, Any] = {
+        "mode": mode,
+        "global_excerpts": excerpts,
+        "max_excerpts_default": max_excerpts,
+        "fuzzy_match_threshold_default": threshold,
+        "excerpt_retry_attempts_default": retries,
+    }
+    if config_file is not None:
+        try:
+            given["config"] = json.loads(config_file.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise VerificationError(f"--deep-judgment-rubric-config {config_file}: {exc}") from None
+    if given.get("mode") == "custom" and "config" not in given:
+        raise VerificationError("--deep-judgment-rubric-mode custom needs --deep-judgment-rubric-config FILE")
+    chosen = {k: v for k, v in given.items() if v is not None}
+    return chosen or None
 
 
 def _prompting(mode: str | None, k: int, fs_file: Path | None, pc_file: Path | None) -> tuple[Any, Any]:

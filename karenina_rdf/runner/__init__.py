@@ -21,11 +21,14 @@ from ._models import Transport as Transport
 from ._run import RunOptions, RunReport, rescore, run_verification, verify
 from ._tasks import MODES as MODES
 from ._tasks import ModelSpec
+from .rubric import DeepJudgmentRubricCustomConfig, DeepJudgmentTraitConfig, RubricDeepJudgmentConfig
 
 __all__ = [
     "ChatRequest",
     "ChatResponse",
     "DeepJudgmentConfig",
+    "DeepJudgmentRubricCustomConfig",
+    "DeepJudgmentTraitConfig",
     "FewShotConfig",
     "FunctionProvider",
     "GeneratedTemplate",
@@ -35,6 +38,7 @@ __all__ = [
     "PromptConfig",
     "Provider",
     "QuestionFewShotConfig",
+    "RubricDeepJudgmentConfig",
     "RunOptions",
     "RunReport",
     "Sandbox",

@@ -27,10 +27,10 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from typing import Any
 
 from karenina_rdf.runner.providers import ChatResponse, Message, with_instructions
+from karenina_rdf.runner.rubric import fuzzy_match as fuzzy_match
 
 AUTOFAIL_STAGE = "DeepJudgmentAutoFail"  # Karenina's stage name, the failure's stage
 _SKIP = ("id", "correct", "regex")  # not answer attributes (Karenina's _extract_attribute_names_from_class)
@@ -39,19 +39,6 @@ _RETRY_NOTE = (
     "\n\nNote: some quotes of your previous reply do not appear in the response. Quote only text "
     "that appears in the response above, word for word, or give an empty list when there is none."
 )
-
-
-def fuzzy_match(excerpt: str, text: str) -> tuple[bool, float]:
-    """Karenina's ``fuzzy_match_excerpt``: the longest block the whitespace-normalised quote shares
-    with the normalised text, over the quote's length; a match from 0.75."""
-    quote, haystack = " ".join(excerpt.split()), " ".join(text.split())
-    if not quote or not haystack:
-        return False, 0.0
-    block = SequenceMatcher(None, quote, haystack).find_longest_match(0, len(quote), 0, len(haystack))
-    if block.size == 0:
-        return False, 0.0
-    similarity = block.size / len(quote)
-    return similarity >= 0.75, similarity
 
 
 def strict_json(text: str) -> Any:

@@ -42,6 +42,7 @@ from ._pipeline import SandboxLike
 from ._run import RunOptions, RunReport, rescore, run_verification, stored_config
 from ._tasks import ModelSpec
 from .providers import CachedProvider, ResponseCache, RetryingProvider, cost_usd, provider_from_spec
+from .rubric import RubricDeepJudgmentConfig
 
 # Karenina's defaults for template generation (Benchmark.generate_template_for_question).
 _GEN_MODEL = "claude-haiku-4-5"
@@ -540,6 +541,7 @@ class Benchmark(AuthoringBenchmark):
                 abstention_enabled=plan.abstention,
                 sufficiency_enabled=plan.sufficiency,
                 deep_judgment=plan.deep_judgment,
+                deep_judgment_rubric=plan.deep_judgment_rubric,
                 run_name=run_name,
             )
         except ValidationError as exc:
@@ -780,8 +782,6 @@ _UNSUPPORTED_DEFAULTS: dict[str, Any] = {
     "parsing_only": False,
     "rubric_trait_names": None,
     "embedding_check_enabled": False,
-    "deep_judgment_rubric_mode": "disabled",
-    "deep_judgment_rubric_config": None,
     "deep_judgment_search_enabled": False,
     "agentic_parsing": False,
     "db_config": None,
@@ -813,6 +813,7 @@ class VerificationPlan:
     abstention: bool = False
     sufficiency: bool = False
     deep_judgment: DeepJudgmentConfig = field(default_factory=DeepJudgmentConfig)
+    deep_judgment_rubric: RubricDeepJudgmentConfig = field(default_factory=RubricDeepJudgmentConfig)
     concurrency: int = 2
     base_url: str | None = None
 
@@ -850,6 +851,7 @@ def verification_plan(store: Any, config: Any, async_enabled: bool | None) -> Ve
         abstention=bool(_get(config, "abstention_enabled", False)),
         sufficiency=bool(_get(config, "sufficiency_enabled", False)),
         deep_judgment=_deep_judgment(config),
+        deep_judgment_rubric=_deep_judgment_rubric(config),
         concurrency=_concurrency(enabled, workers),
         # The run's stored configuration has one server for all its models (resume rebuilds
         # them from it): kept when the models share one.
@@ -934,6 +936,27 @@ def _deep_judgment(config: Any) -> DeepJudgmentConfig:
         return DeepJudgmentConfig.model_validate({k: v for k, v in given.items() if v is not None})
     except ValidationError as exc:
         raise InvalidValueError(f"VerificationConfig.deep_judgment_*: {validation_message(exc)}") from None
+
+
+def _deep_judgment_rubric(config: Any) -> RubricDeepJudgmentConfig:
+    """Karenina's rubric deep-judgment settings (deep_judgment_rubric_*) as the runner's; its
+    ``deep_judgment_rubric_config`` (a DeepJudgmentRubricCustomConfig or its dict) as ours."""
+    fields = {
+        "mode": "deep_judgment_rubric_mode",
+        "global_excerpts": "deep_judgment_rubric_global_excerpts",
+        "config": "deep_judgment_rubric_config",
+        "max_excerpts_default": "deep_judgment_rubric_max_excerpts_default",
+        "fuzzy_match_threshold_default": "deep_judgment_rubric_fuzzy_match_threshold_default",
+        "excerpt_retry_attempts_default": "deep_judgment_rubric_excerpt_retry_attempts_default",
+    }
+    given = {ours: _get(config, theirs) for ours, theirs in fields.items()}
+    custom = given.get("config")
+    if custom is not None and hasattr(custom, "model_dump"):
+        given["config"] = custom.model_dump(by_alias=True)
+    try:
+        return RubricDeepJudgmentConfig.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise InvalidValueError(f"VerificationConfig.deep_judgment_rubric_*: {validation_message(exc)}") from None
 
 
 def _model_base_url(m: Any) -> str | None:

@@ -13,7 +13,7 @@ The two checks run only when switched on (Karenina's ``abstention_enabled``,
 verification, never the rubric. A check that fails (call or reply) is recorded as not performed
 and does not fail the task, as in Karenina.
 
-Not run (docs/verification.md lists them): the embedding check, deep judgment for rubric traits, agentic parsing
+Not run (docs/verification.md lists them): the embedding check, agentic parsing
 and agentic traits, MCP tools.
 """
 
@@ -118,6 +118,7 @@ class Pipeline:
         prompt_config: PromptConfig | None = None,
         global_dynamic: tuple[Any, ...] = (),
         deep_judgment: DeepJudgmentConfig | None = None,
+        deep_judgment_rubric: Any = None,  # rubric.RubricDeepJudgmentConfig; None: its defaults
     ) -> None:
         self.sandbox = sandbox
         self.global_traits = list(global_traits)
@@ -134,6 +135,11 @@ class Pipeline:
         self.prompts = prompt_config or PromptConfig()
         self.global_dynamic = list(global_dynamic)
         self.deep_judgment = deep_judgment or DeepJudgmentConfig()
+        from karenina_rdf.runner.rubric import RubricDeepJudgmentConfig
+
+        # Always set: in Karenina's default mode ("disabled") traits that switch deep judgment on
+        # in their own settings still get it.
+        self.deep_judgment_rubric = deep_judgment_rubric or RubricDeepJudgmentConfig()
         self.answers = answers or Answers()
         self.cost = cost or (lambda model, usage: None)
         self._templates: dict[str, Any] = {}
@@ -461,6 +467,7 @@ class Pipeline:
             ABSENT,
             AGENTIC_SKIPPED,
             PRESENCE_SCHEMA,
+            RUBRIC_AUTOFAIL_STAGE,
             check_conflicts,
             evaluate_rubric,
             merge_dynamic,
@@ -537,6 +544,14 @@ class Pipeline:
             strategy=self.rubric_strategy,
             temperature=task.judge.temperature,
             instructions=instructions,
+            deep_judgment=self.deep_judgment_rubric,
+            question_id=task.question.question_id,
+            deep_judgment_fallback=(
+                self.deep_judgment.max_excerpts_per_attribute,
+                self.deep_judgment.fuzzy_match_threshold,
+                self.deep_judgment.excerpt_retry_attempts,
+            ),
+            deep_judgment_instructions=self.prompts.for_task("dj_rubric"),
         )
         for call in outcome.calls:
             state.add_call("rubric_evaluation", call, self._price(task.judge.model, call))
@@ -549,3 +564,15 @@ class Pipeline:
             part["dynamic_rubric_skipped_traits"] = skipped or None
             part["dynamic_rubric_promoted_traits"] = promoted or None
         result["rubric"] = part
+        if outcome.deep_judgment is not None:
+            result["deep_judgment_rubric"] = outcome.deep_judgment
+            # DeepJudgmentRubricAutoFail: a trait left without valid excerpts fails the verdict,
+            # unless the answer abstained (abstention takes priority). As in Karenina, whose stage
+            # list holds this guard only when *template* deep judgment is on.
+            if (
+                outcome.traits_without_excerpts
+                and self.deep_judgment.mode != "disabled"
+                and not result["template"]["abstention_detected"]
+            ):
+                result["template"]["verify_result"] = False
+                state.autofail = state.autofail or RUBRIC_AUTOFAIL_STAGE

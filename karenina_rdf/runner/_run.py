@@ -31,6 +31,7 @@ from karenina_rdf._errors import VerificationError, validation_message
 from karenina_rdf.checkpoint import RubricTrait
 from karenina_rdf.results import LiveRun, RunProvenance, row_key, run_configuration, stored_header
 from karenina_rdf.runner.providers import DEFAULT_BUDGETS
+from karenina_rdf.runner.rubric import RubricDeepJudgmentConfig
 
 from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
 from ._pipeline import Answers, Pipeline, SandboxLike
@@ -61,6 +62,7 @@ class RunOptions(BaseModel):
     abstention_enabled: bool = False  # Karenina's VerificationConfig switches
     sufficiency_enabled: bool = False
     deep_judgment: DeepJudgmentConfig = DeepJudgmentConfig()  # Karenina's deep_judgment_* (templates)
+    deep_judgment_rubric: RubricDeepJudgmentConfig = RubricDeepJudgmentConfig()  # deep_judgment_rubric_*
     run_id: str | None = None
     run_name: str | None = None
 
@@ -278,6 +280,7 @@ def run_verification(
         "abstention_enabled": opts.abstention_enabled,
         "sufficiency_enabled": opts.sufficiency_enabled,
         "deep_judgment": opts.deep_judgment.model_dump(),
+        "deep_judgment_rubric": opts.deep_judgment_rubric.model_dump(by_alias=True),
         "run_name": opts.run_name,
         "retry_budgets": DEFAULT_BUDGETS,
         **(extra_config or {}),
@@ -329,6 +332,7 @@ def run_verification(
         prompt_config=opts.prompt_config,
         global_dynamic=tuple(global_dynamic) if rubric_modes else (),
         deep_judgment=opts.deep_judgment,
+        deep_judgment_rubric=opts.deep_judgment_rubric,
     )
     counts: Counter[str] = Counter()
     total_cost: list[float | None] = [0.0]
@@ -615,6 +619,7 @@ def verify(
     abstention: bool = False,
     sufficiency: bool = False,
     deep_judgment: DeepJudgmentConfig | dict[str, Any] | None = None,
+    deep_judgment_rubric: RubricDeepJudgmentConfig | dict[str, Any] | None = None,
     run: str | None = None,
     run_name: str | None = None,
     resume: str | None = None,
@@ -651,6 +656,7 @@ def verify(
         abstention = abstention or bool(stored.get("abstention_enabled"))
         sufficiency = sufficiency or bool(stored.get("sufficiency_enabled"))
         deep_judgment = deep_judgment or stored.get("deep_judgment")
+        deep_judgment_rubric = deep_judgment_rubric or stored.get("deep_judgment_rubric")
         strategy = "sequential" if stored.get("rubric_strategy") == "sequential" else strategy
         answers = answers or stored.get("answers_file")
         # The same server answers the rest of the run, and a replayed run stays replayed.
@@ -691,6 +697,7 @@ def verify(
             abstention_enabled=abstention,
             sufficiency_enabled=sufficiency,
             deep_judgment=DeepJudgmentConfig.model_validate(deep_judgment or {}),
+            deep_judgment_rubric=RubricDeepJudgmentConfig.model_validate(deep_judgment_rubric or {}),
             rubric_strategy=strategy,
             run_id=run,
             run_name=run_name,

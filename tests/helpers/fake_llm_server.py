@@ -61,6 +61,12 @@ def kind(body: dict[str, Any]) -> str:
         return "excerpts"
     if system.startswith("You explain, attribute by attribute"):
         return "reasoning"
+    if system.startswith("You find evidence for one rubric trait"):
+        return "trait excerpts"
+    if system.startswith("You explain how the evidence bears on one rubric trait"):
+        return "trait reasoning"
+    if system.startswith("You turn an explanation of how a response meets one rubric trait"):
+        return "trait score"
     return "answer"
 
 
@@ -161,6 +167,13 @@ class FakeLLM:
             response = user.split("<response>\n", 1)[-1].split("\n</response>", 1)[0]
             quote = [{"text": response.split(".")[0], "confidence": "high"}]
             return json.dumps({a: quote if what == "excerpts" else f"{a} is given in the response" for a in attrs})
+        if what == "trait excerpts":  # rubric deep judgment: the response's first sentence
+            response = user.split("<response>\n", 1)[-1].split("\n</response>", 1)[0]
+            return json.dumps({"excerpts": [{"text": response.split(".")[0], "confidence": "high"}]})
+        if what == "trait reasoning":
+            return "Evidence: the quote.\nInterpretation: it meets the criterion.\nConclusion: met."
+        if what == "trait score":
+            return json.dumps({"result": True} if "true/false" in system else {"score": 3})
         if what == "presence":
             names = re.findall(r'^- ("(?:[^"\\]|\\.)*"):', user, re.M)
             return json.dumps({"results": [{"trait_name": json.loads(n), "present": True} for n in names]})

@@ -21,6 +21,7 @@ from karenina_rdf._errors import InvalidValueError, ProviderError
 from karenina_rdf.checkpoint import RubricTrait
 from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, Provider, json_object, with_instructions
 
+from . import _deep_judgment as djr
 from . import _prompts as prompts
 
 STAGE = "rubric_evaluation"
@@ -109,6 +110,8 @@ class RubricOutcome(BaseModel):
     calls: list[ChatResponse] = Field(default_factory=list)  # every judge response, for usage accounting
     warnings: list[str] = Field(default_factory=list)  # for metadata.warnings
     skipped: list[str] = Field(default_factory=list)  # "name: reason" for traits not evaluated
+    deep_judgment: dict[str, Any] | None = None  # the result's ``deep_judgment_rubric`` part, when it ran
+    traits_without_excerpts: list[str] = Field(default_factory=list)  # for DeepJudgmentRubricAutoFail
 
 
 class _Failed(Exception):
@@ -180,12 +183,20 @@ def evaluate_rubric(
     strategy: Literal["batch", "sequential"] = "batch",
     temperature: float = 0.0,
     instructions: str | None = None,
+    deep_judgment: djr.RubricDeepJudgmentConfig | None = None,
+    question_id: str | None = None,
+    deep_judgment_fallback: tuple[int, float, int] = (3, 0.80, 2),
+    deep_judgment_instructions: str | None = None,
 ) -> RubricOutcome:
     """Score ``response`` against ``traits`` (spec §6.1-6.2).
 
     ``raw_answer`` (the reference answer) reaches the judge only in calls made for LLM traits
     with ``include_ground_truth``; batches that mix opted-in traits with others are split.
-    Regex and callable traits read ``response`` itself."""
+    Regex and callable traits read ``response`` itself.
+
+    ``deep_judgment``: the run's rubric deep-judgment settings (``_deep_judgment``); the LLM
+    traits they select are judged in steps first, ``deep_judgment_fallback`` (the template
+    deep-judgment max excerpts, threshold and retries) filling the settings a trait leaves unset."""
     j = _Judge(judge, judge_model, temperature, instructions)
     skipped: list[str] = []
     values: dict[str, Any] = {}  # trait name -> value, None when evaluation failed
@@ -199,8 +210,40 @@ def evaluate_rubric(
         else:
             skipped.append(f"{t.name}: {reason}")
 
+    chosen: list[tuple[RubricTrait, djr.TraitSettings]] = []
+    if deep_judgment is not None:
+        for t in evaluated:
+            # Template-kind traits are never judged in steps (Karenina's trait model forbids it;
+            # only its enable_all copy, which skips validation, would try, and score a number).
+            if t.trait_type == "llm" and t.kind != "template":
+                settings = djr.resolve(t, question_id, deep_judgment)
+                if settings.enabled:
+                    chosen.append((t, settings))
+    dj: djr.DeepJudgmentOutcome | None = None
+    if chosen:
+        dj = djr.evaluate_deep_judgment(
+            chosen,
+            question_text=question_text,
+            response=response,
+            judge=judge,
+            judge_model=judge_model,
+            temperature=temperature,
+            instructions=deep_judgment_instructions,
+            fallback=deep_judgment_fallback,
+        )
+        j.calls.extend(dj.calls)
+        values.update(dj.scores)
+        # Karenina's stage hands the standard evaluator only the other LLM traits (metric traits
+        # are evaluated apart): with deep judgment on, regex and callable traits get no score.
+        evaluated = [t for t in evaluated if t.trait_type in ("llm", "metric")]
+    in_steps = {t.name for t, _ in chosen}
+
     def of(trait_type: str, *kinds: str) -> list[RubricTrait]:
-        return [t for t in evaluated if t.trait_type == trait_type and (not kinds or t.kind in kinds)]
+        return [
+            t
+            for t in evaluated
+            if t.trait_type == trait_type and (not kinds or t.kind in kinds) and t.name not in in_steps
+        ]
 
     # Karenina's order: deterministic traits, then template, boolean/score, literal and metric calls.
     for t in of("regex"):
@@ -224,7 +267,20 @@ def evaluate_rubric(
             metrics[t.name] = result
 
     part = _part(evaluated, provenance, traits, values, labels, metrics, strategy)
-    return RubricOutcome(part=part, calls=j.calls, warnings=j.warnings, skipped=skipped)
+    if dj is None:
+        return RubricOutcome(part=part, calls=j.calls, warnings=j.warnings, skipped=skipped)
+    standard = {k: v for k, v in (part["llm_trait_scores"] or {}).items() if k not in in_steps}
+    # Karenina's stage combines the two score dicts into one (a dict even when empty): the rubric
+    # counts as evaluated whatever the traits scored.
+    part["rubric_evaluation_performed"] = True
+    return RubricOutcome(
+        part=part,
+        calls=j.calls,
+        warnings=j.warnings,
+        skipped=skipped,
+        deep_judgment=dj.part(standard),
+        traits_without_excerpts=list(dj.failed),
+    )
 
 
 def _skip_reason(t: RubricTrait, sandbox: CallableRunner | None, trust: bool) -> str | None:

@@ -7,17 +7,24 @@ instead of an extracted value. The names and parameters are Karenina's interchan
 
 Supported: BooleanMatch, ExactMatch, ContainsAny, ContainsAll, RegexMatch, NumericExact,
 NumericTolerance, NumericGraded, NumericRange, NumericRangeGraded, NumericMinimum,
-NumericMaximum, NumericThresholdGraded, SetContainment, OrderedMatch, LiteralMatch,
-TraceRegex, TraceContains, TraceLength; normalizers lowercase, strip, remove_punctuation,
-collapse_whitespace and SynonymMap. Composition nodes live in ``_composition``.
+NumericMaximum, NumericThresholdGraded, SetContainment, OrderedMatch, LiteralMatch, DateMatch,
+DateTolerance, DateRange, SemanticMatch, TraceRegex, TraceContains, TraceLength; normalizers
+lowercase, strip, remove_punctuation, collapse_whitespace and SynonymMap; ConditionalGroundTruth
+and GroundTruthCase as ground truths. Composition nodes live in ``_composition``.
 
-The graded primitives support only ``decay="linear"``: Karenina's quadratic curve is not
-specified precisely enough to reproduce, so asking for it is a construction error.
+Each follows Karenina's ``schemas/primitives/comparisons.py`` to the letter (the tests compare
+verdicts and scores with Karenina's own classes on the same inputs):
 
-Not supported here (constructing one raises ``NotSupportedHere``, so the template fails
-validation with a clear reason instead of producing a wrong verdict): SemanticMatch (needs an
-embedding model), DateMatch, DateTolerance, DateRange (need python-dateutil, not a dependency),
-ConditionalGroundTruth and GroundTruthCase (scenario context; out of scope for QA).
+* the graded primitives decay ``linear`` (``1 - r``) or ``quadratic`` (``1 - r**2``), ``r`` the
+  fraction of the shoulder already crossed;
+* the date primitives parse with python-dateutil (or ``strptime`` when DateMatch has a
+  ``format``); a value that does not parse is a mismatch, not an error;
+* SemanticMatch constructs, but its check raises ``NotImplementedError`` with Karenina's
+  message: Karenina does not compute it (it points to the embedding-check stage), so a field
+  using it fails verification with that error there and here, rather than being judged by an
+  embedding model Karenina would not use;
+* ConditionalGroundTruth picks a case from scenario state; outside a scenario (every QA run)
+  Karenina uses its ``default`` case: its value and, when given, its primitive.
 """
 
 from __future__ import annotations
@@ -25,13 +32,12 @@ from __future__ import annotations
 import re
 import string
 from collections.abc import Callable
-from typing import Any, ClassVar, Literal
+from datetime import datetime, timedelta
+from typing import Any, ClassVar, Literal, TypeGuard
 
+# Imported when the worker starts, before the sandbox closes: parsing needs nothing further.
+from dateutil import parser as _dateutil_parser
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
-
-
-class NotSupportedHere(ValueError):
-    """A Karenina feature this runtime deliberately does not implement."""
 
 
 class SynonymMap(BaseModel):
@@ -204,21 +210,9 @@ class _Graded(VerificationPrimitive):
     graded: ClassVar[bool] = True
     decay: Literal["linear", "quadratic"] = "linear"
 
-    @field_validator("decay")
-    @classmethod
-    def _linear_only(cls, value: str) -> str:
-        if value != "linear":
-            raise NotSupportedHere(f"{cls.__name__}(decay={value!r}) is not supported here; use decay='linear'")
-        return value
-
-
-def _decay(distance: float, width: float) -> float:
-    """Linear credit: 1 at distance 0, 0 at ``width`` and beyond."""
-    if distance <= 0:
-        return 1.0
-    if width <= 0:
-        return 0.0
-    return max(0.0, 1.0 - distance / width)
+    def _credit(self, r: float) -> float:
+        """Credit at fraction ``r`` of the shoulder (Karenina: ``1 - r**2`` or ``1 - r``)."""
+        return 1.0 - r * r if self.decay == "quadratic" else 1.0 - r
 
 
 class NumericGraded(_Graded):
@@ -238,25 +232,34 @@ class NumericGraded(_Graded):
             raise ValueError("full_credit must satisfy 0 <= full_credit < cutoff")
         return self
 
-    def _distance(self, extracted: Any, expected: Any) -> float:
+    def _distance(self, extracted: Any, expected: Any) -> float | None:
+        """None when undefined (relative to a zero reference, and not exactly it)."""
         diff = abs(float(extracted) - float(expected))
         if self.mode == "absolute":
             return diff
         if float(expected) == 0:
-            return 0.0 if diff == 0 else float("inf")
+            return 0.0 if diff == 0 else None
         return diff / abs(float(expected))
 
     def check(self, extracted: Any, expected: Any) -> bool:
         gate = self.cutoff if self.full_credit is None else self.full_credit
-        return self._distance(extracted, expected) <= gate
+        d = self._distance(extracted, expected)
+        return d is not None and d <= gate
 
     def score(self, extracted: Any, expected: Any) -> float:
+        d = self._distance(extracted, expected)
+        if d is None:
+            return 0.0
         inner = self.full_credit or 0.0
-        return _decay(self._distance(extracted, expected) - inner, self.cutoff - inner)
+        if d <= inner:
+            return 1.0
+        if self.cutoff <= inner or d >= self.cutoff:
+            return 0.0
+        return self._credit((d - inner) / (self.cutoff - inner))
 
 
 class NumericRangeGraded(_Graded):
-    """Full credit inside [min, max]; linear partial credit out to ``margin`` beyond the band."""
+    """Full credit inside [min, max]; partial credit out to ``margin`` beyond the band."""
 
     min: float
     max: float
@@ -278,10 +281,13 @@ class NumericRangeGraded(_Graded):
 
     def score(self, extracted: Any, expected: Any) -> float:
         value = float(extracted)
-        if self.check(value, expected):
+        if self.min <= value <= self.max:  # Karenina: the band's edges score 1.0 even when exclusive
             return 1.0
-        width = self.margin * (self.max - self.min) if self.mode == "relative" else self.margin
-        return _decay(max(self.min - value, value - self.max, 0.0), width)
+        gap = (self.min - value) if value < self.min else (value - self.max)
+        shoulder = self.margin if self.mode == "absolute" else self.margin * (self.max - self.min)
+        if shoulder <= 0 or gap >= shoulder:
+            return 0.0
+        return self._credit(gap / shoulder)
 
 
 class NumericThresholdGraded(_Graded):
@@ -306,10 +312,16 @@ class NumericThresholdGraded(_Graded):
 
     def score(self, extracted: Any, expected: Any) -> float:
         value, bound = float(extracted), float(expected)
-        if self.check(value, bound):
+        if (value <= bound) if self.direction == "max" else (value >= bound):
             return 1.0
-        width = self.margin * abs(bound) if self.mode == "relative" else self.margin
-        return _decay(abs(value - bound), width)
+        gap = value - bound if self.direction == "max" else bound - value
+        if self.mode == "absolute":
+            shoulder: float | None = self.margin
+        else:
+            shoulder = None if bound == 0 else self.margin * abs(bound)
+        if shoulder is None or shoulder <= 0 or gap >= shoulder:
+            return 0.0
+        return self._credit(gap / shoulder)
 
 
 class SetContainment(VerificationPrimitive):
@@ -365,37 +377,119 @@ class TraceLength(TracePrimitive):
         return _within(length, self.min, self.max, False, False)
 
 
-class _Unsupported:
-    """Stands in for a Karenina name so that templates using it fail with a reason, not a NameError."""
-
-    reason: ClassVar[str] = ""
-
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise NotSupportedHere(f"{type(self).__name__} is not supported here: {self.reason}")
-
-
-class SemanticMatch(_Unsupported):
-    reason = "it needs an embedding model"
+def _parse_date(value: str, fmt: str | None = None) -> datetime:
+    """Karenina's ``_parse_date``: ``strptime`` with a format, else dateutil's parser."""
+    if fmt:
+        return datetime.strptime(value, fmt)
+    parsed: datetime = _dateutil_parser.parse(str(value))
+    return parsed
 
 
-class DateMatch(_Unsupported):
-    reason = "date primitives need python-dateutil, which this runtime does not ship"
+class DateMatch(VerificationPrimitive):
+    """Same calendar day (times ignored); unparseable values do not match."""
+
+    format: str | None = None
+
+    def check(self, extracted: Any, expected: Any) -> bool:
+        try:
+            return _parse_date(str(extracted), self.format).date() == _parse_date(str(expected), self.format).date()
+        except (ValueError, TypeError):
+            return False
 
 
-class DateTolerance(DateMatch):
-    pass
+class DateTolerance(VerificationPrimitive):
+    """Within ``tolerance`` days, hours or minutes of the ground truth."""
+
+    tolerance: int
+    unit: Literal["days", "hours", "minutes"] = "days"
+
+    def check(self, extracted: Any, expected: Any) -> bool:
+        try:
+            delta = timedelta(**{self.unit: self.tolerance})
+            return abs(_parse_date(str(extracted)) - _parse_date(str(expected))) <= delta
+        except (ValueError, TypeError):  # TypeError: a zoned date against a naive one, as Karenina
+            return False
 
 
-class DateRange(DateMatch):
-    pass
+class DateRange(VerificationPrimitive):
+    """Between ``min`` and ``max`` (inclusive; either may be absent); the ground truth is unused."""
+
+    min: str | None = None
+    max: str | None = None
+
+    def check(self, extracted: Any, expected: Any) -> bool:
+        try:
+            value = _parse_date(str(extracted))
+            if self.min is not None and value < _parse_date(self.min):
+                return False
+            return not (self.max is not None and value > _parse_date(self.max))
+        except (ValueError, TypeError):
+            return False
 
 
-class ConditionalGroundTruth(_Unsupported):
-    reason = "conditional ground truth needs scenario context (out of scope for QA benchmarks)"
+class SemanticMatch(VerificationPrimitive):
+    """Karenina's SemanticMatch: constructs with a threshold, cannot check (see the module doc)."""
+
+    threshold: float = 0.85
+
+    def check(self, extracted: Any, expected: Any) -> bool:
+        raise NotImplementedError(
+            "SemanticMatch.check() requires embedding infrastructure. Use the embedding_check pipeline stage instead."
+        )
 
 
-class GroundTruthCase(ConditionalGroundTruth):
-    pass
+class GroundTruthCase(BaseModel):
+    """One branch of a ConditionalGroundTruth: its value and, optionally, its own primitive."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: Any
+    verify_with: Any = None
+
+
+class ConditionalGroundTruth(BaseModel):
+    """A ground truth chosen by scenario state (``source``, a dot path into it). Stored as
+    Karenina stores it (``serialize``: a ``__conditional__`` marker, primitives as dicts with
+    their ``type``); resolved by :func:`resolve_conditional`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str
+    cases: dict[str, GroundTruthCase]
+    default: GroundTruthCase
+
+    def serialize(self) -> dict[str, Any]:
+        data = self.model_dump(mode="json")
+        data["__conditional__"] = True
+        for key, case in self.cases.items():
+            data["cases"][key]["verify_with"] = _serialize_primitive(case.verify_with)
+        data["default"]["verify_with"] = _serialize_primitive(self.default.verify_with)
+        return data
+
+
+def _serialize_primitive(prim: Any) -> dict[str, Any] | None:
+    if prim is None:
+        return None
+    if isinstance(prim, dict):
+        return prim if "type" in prim else None
+    if not isinstance(prim, VerificationPrimitive):
+        raise TypeError(
+            f"verify_with must be a VerificationPrimitive instance, dict, or None; got {type(prim).__name__}"
+        )
+    data = prim.model_dump(mode="json")
+    data["type"] = type(prim).__name__
+    return data
+
+
+def is_conditional(ground_truth: Any) -> TypeGuard[dict[str, Any]]:
+    return isinstance(ground_truth, dict) and bool(ground_truth.get("__conditional__"))
+
+
+def resolve_conditional(stored: dict[str, Any]) -> tuple[Any, dict[str, Any] | None]:
+    """(value, primitive dict or None) of a stored ConditionalGroundTruth outside a scenario:
+    its default case, as Karenina's ``_resolve_conditional`` with no scenario context."""
+    default = stored.get("default", {})
+    return default.get("value"), default.get("verify_with")
 
 
 def _concrete(base: type[Any]) -> dict[str, type[Any]]:
@@ -408,4 +502,3 @@ def _concrete(base: type[Any]) -> dict[str, type[Any]]:
 
 
 PRIMITIVES: dict[str, type[VerificationPrimitive]] = _concrete(VerificationPrimitive)
-UNSUPPORTED: dict[str, type[_Unsupported]] = _concrete(_Unsupported)

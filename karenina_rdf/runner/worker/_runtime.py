@@ -20,8 +20,10 @@ Two template styles:
   reported whether or not the template brings its own ``verify``. An ``extraction_hint`` is
   appended to the field's description in the judge's schema.
 
-Unsupported primitives (SemanticMatch, Date*, conditional ground truth, quadratic decay) raise
-``NotSupportedHere`` when the template is executed; see ``_primitives``.
+A ``ConditionalGroundTruth`` is stored as Karenina stores it and resolved to its default case
+(there is no scenario state in a QA run): that case's value is the field's ground truth and its
+primitive, when it names one, replaces the field's. As in Karenina, ``correct`` leaves such
+fields out and the result's ``parsed_gt_response`` gets every field's resolved ground truth.
 """
 
 from __future__ import annotations
@@ -51,6 +53,7 @@ class FieldRule:
     ground_truth: Any
     weight: float
     extraction_hint: str | None
+    conditional: bool = False  # the ground truth was a ConditionalGroundTruth, resolved here
 
     @property
     def on_trace(self) -> bool:
@@ -72,6 +75,8 @@ def VerifiedField(
         raise TypeError(f"verify_with must be a verification primitive such as ExactMatch(), got {verify_with!r}")
     params = verify_with.model_dump(mode="json")
     params["type"] = type(verify_with).__name__
+    if isinstance(ground_truth, prim.ConditionalGroundTruth):
+        ground_truth = ground_truth.serialize()
     extra = dict(kwargs.pop("json_schema_extra", None) or {})
     extra[VERIFICATION_KEY] = {
         "ground_truth": ground_truth,
@@ -82,18 +87,29 @@ def VerifiedField(
     return Field(description=description, json_schema_extra=extra, **kwargs)
 
 
-def _rule_from_meta(meta: dict[str, Any]) -> FieldRule:
-    params = dict(meta["verify_with"])
+def _primitive(data: dict[str, Any]) -> VerificationPrimitive:
+    params = dict(data)
     name = params.pop("type", None)
-    if name in prim.UNSUPPORTED:
-        prim.UNSUPPORTED[name]()  # raises with the reason
     if name not in prim.PRIMITIVES:
         raise ValueError(f"unknown verification primitive {name!r}")
+    return prim.PRIMITIVES[name].model_validate(params)
+
+
+def _rule_from_meta(meta: dict[str, Any]) -> FieldRule:
+    primitive = _primitive(meta["verify_with"])
+    ground_truth = meta.get("ground_truth")
+    conditional = False
+    if prim.is_conditional(ground_truth):
+        conditional = True
+        ground_truth, override = prim.resolve_conditional(ground_truth)
+        if override is not None:
+            primitive = _primitive(override)
     return FieldRule(
-        primitive=prim.PRIMITIVES[name].model_validate(params),
-        ground_truth=meta.get("ground_truth"),
+        primitive=primitive,
+        ground_truth=ground_truth,
         weight=float(meta.get("weight", 1.0)),
         extraction_hint=meta.get("extraction_hint"),
+        conditional=conditional,
     )
 
 
@@ -172,7 +188,7 @@ class BaseAnswer(BaseModel):
         # overrides this method (directly or through ground_truth) and sets it itself.
         rules = type(self)._rules
         if rules and getattr(self, "correct", None) is None:
-            self.correct = {name: rule.ground_truth for name, rule in rules.items()}
+            self.correct = {name: rule.ground_truth for name, rule in rules.items() if not rule.conditional}
 
     @classmethod
     def model_json_schema(cls, *args: Any, **kwargs: Any) -> dict[str, Any]:
@@ -357,8 +373,9 @@ _TEMPLATE_NAMES: dict[str, Any] = {
     "AllOf": comp.AllOf,
     "AnyOf": comp.AnyOf,
     "AtLeastN": comp.AtLeastN,
+    "ConditionalGroundTruth": prim.ConditionalGroundTruth,
+    "GroundTruthCase": prim.GroundTruthCase,
     **prim.PRIMITIVES,
-    **prim.UNSUPPORTED,
 }
 
 

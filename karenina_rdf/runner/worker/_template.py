@@ -180,12 +180,20 @@ def verify(tpl: LoadedTemplate, parsed: dict[str, Any] | None, raw: str, questio
 
     granular = None if verify_raised else _granular(answer)
     field_results = field_scores = None
+    dumped = answer.model_dump()
+    gt = dumped.get("correct")
     if cls._rules:
         with contextlib.suppress(Exception):  # Karenina logs it and records no per-field results
             field_results, field_scores = answer.field_outcomes()
-    dumped = answer.model_dump()
+            # Karenina merges every field's resolved ground truth (a conditional one's included)
+            # into parsed_gt_response once the per-field results are computed.
+            resolved = {name: rule.ground_truth for name, rule in cls._rules.items()}
+            if isinstance(gt, dict):
+                gt.update(resolved)
+            elif gt is None:
+                gt = dict(resolved)
     return {
-        "parsed_gt_response": dumped.get("correct"),
+        "parsed_gt_response": gt,
         "parsed_llm_response": {k: v for k, v in dumped.items() if k not in NOT_EXTRACTED},
         "template_verification_performed": True,
         "verify_result": bool(field_ok) and bool(regex["success"]),

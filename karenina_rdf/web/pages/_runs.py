@@ -792,6 +792,7 @@ class ResultView:
     parts: list[tuple[str, dict[str, Any]]]  # (IRI, values) of its other parts (deep judgment)
     checks: list[dict[str, Any]]  # the checks performed: name, performed, detected, override, reasoning
     deep_judgment: dict[str, Any] | None  # the template deep judgment's values (excerpts, reasoning, ...)
+    deep_judgment_rubric: dict[str, Any] | None = None  # the rubric traits' deep judgment's values
 
 
 def _values(preds: dict[str, list[Any]]) -> dict[str, Any]:
@@ -847,6 +848,7 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
         for p in linked(predicate)
     ]
     judged = [_values(index.get(p, {})) for p in linked(KAR.deepJudgment)]
+    judged_traits = [_values(index.get(p, {})) for p in linked(KAR.deepJudgmentRubric)]
     facts = _values(node)
     row = rows[0]
     return ResultView(
@@ -868,6 +870,7 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
         facts={k: v for k, v in sorted(facts.items()) if k not in _SHOWN | _CHECK_FIELDS},
         parts=parts,
         deep_judgment=judged[0] if judged else None,
+        deep_judgment_rubric=judged_traits[0] if judged_traits else None,
         checks=[
             {
                 "check": check,
