@@ -160,6 +160,22 @@ def verify(
             "then the parse; an attribute without a quote fails the verdict). No web search.",
         ),
     ] = None,
+    embedding_check: Annotated[
+        bool,
+        typer.Option(
+            "--embedding-check/--no-embedding-check",
+            help="Karenina's embedding check: when the field verification fails, embed the parsed ground truth "
+            "and answer (the server's /embeddings) and, at or above the threshold, ask the judge whether they "
+            "are equivalent; a yes overrides the field verdict.",
+        ),
+    ] = False,
+    embedding_model: Annotated[
+        str | None, typer.Option("--embedding-model", help="Embeddings model name (default all-MiniLM-L6-v2).")
+    ] = None,
+    embedding_threshold: Annotated[
+        float | None,
+        typer.Option("--embedding-threshold", min=0.0, max=1.0, help="Cosine similarity to reach (default 0.85)."),
+    ] = None,
     run: RunIdOpt = None,
     run_name: Annotated[str | None, typer.Option("--run-name", help="Karenina's run_name of every result.")] = None,
     resume: Annotated[
@@ -200,6 +216,7 @@ def verify(
                 abstention=abstention,
                 sufficiency=sufficiency,
                 deep_judgment={"mode": deep_judgment} if deep_judgment else None,
+                embedding_check=_embedding(embedding_check, embedding_model, embedding_threshold),
                 run=run,
                 run_name=run_name,
                 resume=resume,
@@ -214,6 +231,20 @@ def verify(
     _report(report)
     if report.status != "completed":
         raise typer.Exit(130)
+
+
+def _embedding(enabled: bool, model: str | None, threshold: float | None) -> dict[str, Any] | None:
+    """Karenina's embedding_check_* settings from the options; a model or threshold alone is refused."""
+    if not enabled:
+        if model is not None or threshold is not None:
+            raise VerificationError("--embedding-model and --embedding-threshold need --embedding-check")
+        return None
+    out: dict[str, Any] = {"enabled": True}
+    if model is not None:
+        out["model"] = model
+    if threshold is not None:
+        out["threshold"] = threshold
+    return out
 
 
 def _prompting(mode: str | None, k: int, fs_file: Path | None, pc_file: Path | None) -> tuple[Any, Any]:

@@ -7,6 +7,7 @@ from karenina_rdf.runner.sandbox import Limits, Sandbox, SandboxOutcome
 
 from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig, QuestionFewShotConfig
 from ._config import few_shot_for_mode as few_shot_for_mode
+from ._embedding import EmbeddingCheckConfig
 from ._generate import GeneratedTemplate, generate_templates
 
 # The public karenina_rdf.Benchmark (exported there): the authoring handle and the members that
@@ -26,6 +27,7 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "DeepJudgmentConfig",
+    "EmbeddingCheckConfig",
     "FewShotConfig",
     "FunctionProvider",
     "GeneratedTemplate",

@@ -36,6 +36,7 @@ from karenina_rdf.authoring import Benchmark as AuthoringBenchmark
 from karenina_rdf.results import canonical_key, export_run, resolve_run, run_summary
 
 from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
+from ._embedding import EmbeddingCheckConfig
 from ._generate import GeneratedTemplate, generate_one
 from ._models import INTERFACES, Transport
 from ._pipeline import SandboxLike
@@ -546,6 +547,7 @@ class Benchmark(AuthoringBenchmark):
                 abstention_enabled=plan.abstention,
                 sufficiency_enabled=plan.sufficiency,
                 deep_judgment=plan.deep_judgment,
+                embedding_check=plan.embedding_check,
                 run_name=run_name,
             )
         except ValidationError as exc:
@@ -562,8 +564,20 @@ class Benchmark(AuthoringBenchmark):
             extra_config={"transport": {"replay": None, "record": None, "cache": None, "base_url": plan.base_url}},
             progress_callback=progress_callback,
             extend=extend,
+            embedder=_embedder(plan),
         )
         return result_set(self.store, report)
+
+
+def _embedder(plan: VerificationPlan) -> Any:
+    """The embedding check's embeddings endpoint: the first parsing model's server (Karenina
+    loads a SentenceTransformer locally; here nothing is downloaded)."""
+    if not plan.embedding_check.enabled:
+        return None
+    judge = plan.judges[0].provider
+    if callable(getattr(judge, "embed", None)):  # a runner ModelSpec given as it is (tests, fakes)
+        return judge
+    return Transport(base_url=plan.embedding_base_url).embedder()
 
 
 def _prior_rows(prior_results: Any) -> tuple[str, list[dict[str, Any]]]:
@@ -784,7 +798,6 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 _UNSUPPORTED_DEFAULTS: dict[str, Any] = {
     "parsing_only": False,
     "rubric_trait_names": None,
-    "embedding_check_enabled": False,
     "deep_judgment_rubric_mode": "disabled",
     "deep_judgment_rubric_config": None,
     "deep_judgment_search_enabled": False,
@@ -818,6 +831,8 @@ class VerificationPlan:
     abstention: bool = False
     sufficiency: bool = False
     deep_judgment: DeepJudgmentConfig = field(default_factory=DeepJudgmentConfig)
+    embedding_check: EmbeddingCheckConfig = field(default_factory=EmbeddingCheckConfig)
+    embedding_base_url: str | None = None  # the first parsing model's server: its /embeddings
     concurrency: int = 2
     base_url: str | None = None
 
@@ -855,6 +870,8 @@ def verification_plan(store: Any, config: Any, async_enabled: bool | None) -> Ve
         abstention=bool(_get(config, "abstention_enabled", False)),
         sufficiency=bool(_get(config, "sufficiency_enabled", False)),
         deep_judgment=_deep_judgment(config),
+        embedding_check=_embedding_check(config),
+        embedding_base_url=_model_base_url(config_list(config, "p")[0]),
         concurrency=_concurrency(enabled, workers),
         # The run's stored configuration has one server for all its models (resume rebuilds
         # them from it): kept when the models share one.
@@ -939,6 +956,19 @@ def _deep_judgment(config: Any) -> DeepJudgmentConfig:
         return DeepJudgmentConfig.model_validate({k: v for k, v in given.items() if v is not None})
     except ValidationError as exc:
         raise InvalidValueError(f"VerificationConfig.deep_judgment_*: {validation_message(exc)}") from None
+
+
+def _embedding_check(config: Any) -> EmbeddingCheckConfig:
+    """Karenina's embedding_check_enabled / _model / _threshold as the runner's."""
+    given = {
+        "enabled": bool(_get(config, "embedding_check_enabled", False)),
+        "model": _get(config, "embedding_check_model"),
+        "threshold": _get(config, "embedding_check_threshold"),
+    }
+    try:
+        return EmbeddingCheckConfig.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise InvalidValueError(f"VerificationConfig.embedding_check_*: {validation_message(exc)}") from None
 
 
 def _model_base_url(m: Any) -> str | None:

@@ -33,6 +33,7 @@ from karenina_rdf.results import LiveRun, RunProvenance, row_key, run_configurat
 from karenina_rdf.runner.providers import DEFAULT_BUDGETS
 
 from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
+from ._embedding import EmbeddingCheckConfig
 from ._pipeline import Answers, Pipeline, SandboxLike
 from ._record import RETRY_CATEGORIES
 from ._tasks import MODES, Mode, ModelSpec, Plan, Task, plan, read_questions
@@ -61,6 +62,7 @@ class RunOptions(BaseModel):
     abstention_enabled: bool = False  # Karenina's VerificationConfig switches
     sufficiency_enabled: bool = False
     deep_judgment: DeepJudgmentConfig = DeepJudgmentConfig()  # Karenina's deep_judgment_* (templates)
+    embedding_check: EmbeddingCheckConfig = EmbeddingCheckConfig()  # Karenina's embedding_check_*
     run_id: str | None = None
     run_name: str | None = None
 
@@ -213,6 +215,7 @@ def run_verification(
     informed_by: str | None = None,
     progress_callback: Any = None,
     extend: bool = False,
+    embedder: Any = None,
 ) -> RunReport:
     """Run ``benchmark``'s finished questions past the answering models (or the recorded
     ``answers``, keyed by (question id, answerer key, replicate), of ``answer_identities``) and
@@ -220,8 +223,12 @@ def run_verification(
     run ``resume`` (continued: its stored results are not run again). With ``extend`` the run
     ``resume`` may be continued with more answerers, judges, replicates or questions (Karenina's
     extend_template): its stored answers are graded by the new judges, and the configuration
-    given becomes the run's."""
+    given becomes the run's. ``embedder``: the embeddings provider of the embedding check (an
+    ``EmbeddingProvider``); when the check is on and none is given, the first judge's provider
+    serves it if it can (an OpenAI-compatible server's ``/embeddings``)."""
     opts = options or RunOptions()
+    if opts.embedding_check.enabled:
+        embedder = embedder or _embedder_of(judges)
     started = time.time()
     bench_iri, bench_graph = store.graph_of(benchmark)
     from karenina_rdf.authoring import Benchmark
@@ -278,6 +285,7 @@ def run_verification(
         "abstention_enabled": opts.abstention_enabled,
         "sufficiency_enabled": opts.sufficiency_enabled,
         "deep_judgment": opts.deep_judgment.model_dump(),
+        "embedding_check": opts.embedding_check.model_dump(),
         "run_name": opts.run_name,
         "retry_budgets": DEFAULT_BUDGETS,
         **(extra_config or {}),
@@ -329,6 +337,8 @@ def run_verification(
         prompt_config=opts.prompt_config,
         global_dynamic=tuple(global_dynamic) if rubric_modes else (),
         deep_judgment=opts.deep_judgment,
+        embedding_check=opts.embedding_check,
+        embedder=embedder,
     )
     counts: Counter[str] = Counter()
     total_cost: list[float | None] = [0.0]
@@ -371,6 +381,18 @@ def run_verification(
         notes=tuple(notes),
         timings={**pipeline.timings, "store_write": live.write_seconds},
     )
+
+
+def _embedder_of(judges: list[ModelSpec]) -> Any:
+    """The first judge's provider when it serves embeddings, else a clear refusal (before
+    anything is written): Karenina's check would load a local model; here it is an endpoint."""
+    provider = judges[0].provider if judges else None
+    if provider is None or not callable(getattr(provider, "embed", None)):
+        raise VerificationError(
+            "the embedding check needs an embeddings endpoint: give an embedder, or an OpenAI-compatible "
+            "judge (its server's /embeddings serves it)"
+        )
+    return provider
 
 
 def _key(task: Task, run_name: str | None) -> str:
@@ -615,6 +637,7 @@ def verify(
     abstention: bool = False,
     sufficiency: bool = False,
     deep_judgment: DeepJudgmentConfig | dict[str, Any] | None = None,
+    embedding_check: EmbeddingCheckConfig | dict[str, Any] | None = None,
     run: str | None = None,
     run_name: str | None = None,
     resume: str | None = None,
@@ -651,6 +674,7 @@ def verify(
         abstention = abstention or bool(stored.get("abstention_enabled"))
         sufficiency = sufficiency or bool(stored.get("sufficiency_enabled"))
         deep_judgment = deep_judgment or stored.get("deep_judgment")
+        embedding_check = embedding_check or stored.get("embedding_check")
         strategy = "sequential" if stored.get("rubric_strategy") == "sequential" else strategy
         answers = answers or stored.get("answers_file")
         # The same server answers the rest of the run, and a replayed run stays replayed.
@@ -691,6 +715,7 @@ def verify(
             abstention_enabled=abstention,
             sufficiency_enabled=sufficiency,
             deep_judgment=DeepJudgmentConfig.model_validate(deep_judgment or {}),
+            embedding_check=EmbeddingCheckConfig.model_validate(embedding_check or {}),
             rubric_strategy=strategy,
             run_id=run,
             run_name=run_name,
@@ -710,6 +735,7 @@ def verify(
         cost=cost_usd,
         extra_config=extra,
         stop=stop,
+        embedder=transport.embedder() if options.embedding_check.enabled else None,
     )
 
 
