@@ -575,7 +575,7 @@ def _embedder(plan: VerificationPlan) -> Any:
     if not plan.embedding_check.enabled:
         return None
     judge = plan.judges[0].provider
-    if callable(getattr(judge, "embed", None)):  # a runner ModelSpec given as it is (tests, fakes)
+    if getattr(judge, "serves_embeddings", False):  # a runner ModelSpec given as it is (tests, fakes)
         return judge
     return Transport(base_url=plan.embedding_base_url).embedder()
 

@@ -387,7 +387,7 @@ def _embedder_of(judges: list[ModelSpec]) -> Any:
     """The first judge's provider when it serves embeddings, else a clear refusal (before
     anything is written): Karenina's check would load a local model; here it is an endpoint."""
     provider = judges[0].provider if judges else None
-    if provider is None or not callable(getattr(provider, "embed", None)):
+    if provider is None or not getattr(provider, "serves_embeddings", False):
         raise VerificationError(
             "the embedding check needs an embeddings endpoint: give an embedder, or an OpenAI-compatible "
             "judge (its server's /embeddings serves it)"

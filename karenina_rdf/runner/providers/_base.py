@@ -128,7 +128,8 @@ class EmbeddingResponse(BaseModel):
 @runtime_checkable
 class EmbeddingProvider(Protocol):
     """Anything that embeds texts: the chat providers' interface for the embedding check (an
-    OpenAI-compatible ``/embeddings`` endpoint, or a function in tests)."""
+    OpenAI-compatible ``/embeddings`` endpoint, or a function in tests). A chat provider that
+    can also embed says so with ``serves_embeddings``."""
 
     interface: str
 

@@ -88,6 +88,8 @@ class OpenAICompatibleProvider:
                 f"{where}: connection failed ({type(err).__name__}: {err})", category="connection", retryable=True
             ) from None
 
+    serves_embeddings = True  # the server's /embeddings (a server without one answers 404 there)
+
     def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         """``POST {base_url}/embeddings`` (OpenAI's embeddings format), one vector per text; the
         same failure categories as chat calls."""

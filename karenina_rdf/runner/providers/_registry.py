@@ -111,6 +111,10 @@ class FunctionProvider:
         )
         return ChatResponse(text=answer, usage=usage, model=request.model)
 
+    @property
+    def serves_embeddings(self) -> bool:
+        return self.embed_fn is not None
+
     def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         if self.embed_fn is None:
             raise VerificationError(f"{self!r} serves no embeddings (give it an embed_fn)")

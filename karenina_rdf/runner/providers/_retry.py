@@ -109,6 +109,10 @@ class RetryingProvider:
         # A cached inner answer made no call on its last try: keep its own count (0).
         return response.model_copy(update={"attempts": calls - 1 + response.attempts, "retries": used})
 
+    @property
+    def serves_embeddings(self) -> bool:
+        return bool(getattr(self.inner, "serves_embeddings", False))
+
     def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
         """The inner provider's embeddings, with the same budgets (the embedding check's calls)."""
         embed: Callable[[EmbeddingRequest], EmbeddingResponse] | None = getattr(self.inner, "embed", None)
