@@ -176,6 +176,15 @@ def verify(
         float | None,
         typer.Option("--embedding-threshold", min=0.0, max=1.0, help="Cosine similarity to reach (default 0.85)."),
     ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset",
+            help="A Karenina preset (its saved VerificationConfig): a file, or a name in $KARENINA_PRESETS_DIR "
+            "(default ./presets). Models, mode, replicates and the other options given here replace its values; "
+            "stage switches given turn stages on.",
+        ),
+    ] = None,
     run: RunIdOpt = None,
     run_name: Annotated[str | None, typer.Option("--run-name", help="Karenina's run_name of every result.")] = None,
     resume: Annotated[
@@ -196,35 +205,44 @@ def verify(
         fs, pc = _prompting(few_shot_mode, few_shot_k, few_shot_config, prompt_config)
         if deep_judgment is not None and deep_judgment not in ("disabled", "reasoning_only", "full"):
             raise VerificationError(f"--deep-judgment-mode {deep_judgment!r}: one of disabled, reasoning_only, full")
+        if preset is not None and resume is not None:
+            raise VerificationError("--resume reads the run's stored configuration: --preset is not needed")
         s = _open(store, base_iri)
         try:
+            given: dict[str, Any] = {
+                "judges": list(judge or []) or None,
+                "answerers": list(answerer or []) or None,
+                "answers": answers,
+                "mode": _mode(mode) if mode is not None else None,
+                "replicates": replicates,
+                "concurrency": concurrency,
+                "few_shot": few_shot,
+                "few_shot_config": fs,
+                "prompt_config": pc,
+                "abstention": abstention,
+                "sufficiency": sufficiency,
+                "deep_judgment": {"mode": deep_judgment} if deep_judgment else None,
+                "embedding_check": _embedding(embedding_check, embedding_model, embedding_threshold),
+                "base_url": base_url,
+            }
+            if preset is not None:
+                from karenina_rdf.runner._presets import with_preset
+
+                given = with_preset(s, preset, given)
             report = run_verify(
                 s,
                 benchmark,
-                judges=list(judge or []) or None,
-                answerers=list(answerer or []) or None,
-                answers=answers,
-                mode=_mode(mode) if mode is not None else None,
-                replicates=replicates,
                 questions=questions,
-                concurrency=concurrency,
                 trust_callables=trust_callables,
                 unsafe_no_isolation=unsafe_no_isolation,
-                few_shot=few_shot,
-                few_shot_config=fs,
-                prompt_config=pc,
-                abstention=abstention,
-                sufficiency=sufficiency,
-                deep_judgment={"mode": deep_judgment} if deep_judgment else None,
-                embedding_check=_embedding(embedding_check, embedding_model, embedding_threshold),
                 run=run,
                 run_name=run_name,
                 resume=resume,
                 replay=replay,
                 record=record,
                 cache=cache,
-                base_url=base_url,
                 progress=progress,
+                **given,
             )
         finally:
             s.close()

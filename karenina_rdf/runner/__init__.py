@@ -19,6 +19,7 @@ from ._members import VerificationResultSet as VerificationResultSet
 # For the command line, not the Python API (hence not in __all__): the run modes it offers and
 # how it builds providers for a store (replay, record, response cache).
 from ._models import Transport as Transport
+from ._presets import load_preset
 from ._run import RunOptions, RunReport, rescore, run_verification, verify
 from ._tasks import MODES as MODES
 from ._tasks import ModelSpec
@@ -43,6 +44,7 @@ __all__ = [
     "SandboxOutcome",
     "Usage",
     "generate_templates",
+    "load_preset",
     "rescore",
     "run_verification",
     "verify",

@@ -638,6 +638,7 @@ def verify(
     sufficiency: bool = False,
     deep_judgment: DeepJudgmentConfig | dict[str, Any] | None = None,
     embedding_check: EmbeddingCheckConfig | dict[str, Any] | None = None,
+    rubric_strategy: Literal["batch", "sequential"] | None = None,
     run: str | None = None,
     run_name: str | None = None,
     resume: str | None = None,
@@ -658,7 +659,7 @@ def verify(
     from ._models import Transport
     from ._recorded import read_answers
 
-    strategy: Literal["batch", "sequential"] = "batch"
+    strategy: Literal["batch", "sequential"] = rubric_strategy or "batch"
     if resume is not None:
         stored = stored_config(store, resume)
         answerers = answerers or [m["spec"] for m in stored["answerers"] if "spec" in m] or None
