@@ -561,7 +561,10 @@ class Benchmark(AuthoringBenchmark):
             sandbox=sandbox,
             resume=resume,
             cost=cost_usd,
-            extra_config={"transport": {"replay": None, "record": None, "cache": None, "base_url": plan.base_url}},
+            extra_config={
+                "transport": {"replay": None, "record": None, "cache": None, "base_url": plan.base_url},
+                **({"rubric_trait_names": plan.rubric_trait_names} if plan.rubric_trait_names is not None else {}),
+            },
             progress_callback=progress_callback,
             extend=extend,
             embedder=_embedder(plan),
@@ -797,7 +800,6 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 # default: a config that leaves them at it runs here; one that sets any is refused, naming it.
 _UNSUPPORTED_DEFAULTS: dict[str, Any] = {
     "parsing_only": False,
-    "rubric_trait_names": None,
     "deep_judgment_rubric_mode": "disabled",
     "deep_judgment_rubric_config": None,
     "deep_judgment_search_enabled": False,
@@ -833,6 +835,9 @@ class VerificationPlan:
     deep_judgment: DeepJudgmentConfig = field(default_factory=DeepJudgmentConfig)
     embedding_check: EmbeddingCheckConfig = field(default_factory=EmbeddingCheckConfig)
     embedding_base_url: str | None = None  # the first parsing model's server: its /embeddings
+    # Karenina's rubric_trait_names: accepted and recorded, and (as in Karenina, whose runner never
+    # hands it to the rubric stage) it filters no trait: every trait is evaluated.
+    rubric_trait_names: list[str] | None = None
     concurrency: int = 2
     base_url: str | None = None
 
@@ -872,6 +877,7 @@ def verification_plan(store: Any, config: Any, async_enabled: bool | None) -> Ve
         deep_judgment=_deep_judgment(config),
         embedding_check=_embedding_check(config),
         embedding_base_url=_model_base_url(config_list(config, "p")[0]),
+        rubric_trait_names=_trait_names(_get(config, "rubric_trait_names")),
         concurrency=_concurrency(enabled, workers),
         # The run's stored configuration has one server for all its models (resume rebuilds
         # them from it): kept when the models share one.
@@ -956,6 +962,14 @@ def _deep_judgment(config: Any) -> DeepJudgmentConfig:
         return DeepJudgmentConfig.model_validate({k: v for k, v in given.items() if v is not None})
     except ValidationError as exc:
         raise InvalidValueError(f"VerificationConfig.deep_judgment_*: {validation_message(exc)}") from None
+
+
+def _trait_names(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or not all(isinstance(n, str) for n in value):
+        raise InvalidTypeError("VerificationConfig.rubric_trait_names must be a list of trait names or None")
+    return list(value)
 
 
 def _embedding_check(config: Any) -> EmbeddingCheckConfig:
