@@ -176,6 +176,35 @@ def verify(
         float | None,
         typer.Option("--embedding-threshold", min=0.0, max=1.0, help="Cosine similarity to reach (default 0.85)."),
     ] = None,
+    task_ordering: Annotated[
+        str | None,
+        typer.Option(
+            "--task-ordering",
+            help="Karenina's task_ordering: auto (default), prefix_cache, distribute_answerers, random, "
+            "generation_order.",
+        ),
+    ] = None,
+    answerer_limit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--answerer-concurrency-limit",
+            help="Karenina's answerer_concurrency_limits: N for every answering model with an id, or ID=N "
+            "(repeatable); a capped answerer runs at most N tasks at once.",
+        ),
+    ] = None,
+    max_concurrent_requests: Annotated[
+        int | None,
+        typer.Option("--max-concurrent-requests", min=1, help="At most this many model calls in flight at once."),
+    ] = None,
+    batch_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--batch-timeout",
+            min=0.0,
+            min_open=True,
+            help="Seconds after which no further task starts; the run ends interrupted (resumable).",
+        ),
+    ] = None,
     preset: Annotated[
         str | None,
         typer.Option(
@@ -224,6 +253,7 @@ def verify(
                 "deep_judgment": {"mode": deep_judgment} if deep_judgment else None,
                 "embedding_check": _embedding(embedding_check, embedding_model, embedding_threshold),
                 "base_url": base_url,
+                "scheduling": _scheduling(task_ordering, answerer_limit, max_concurrent_requests, batch_timeout),
             }
             if preset is not None:
                 from karenina_rdf.runner._presets import with_preset
@@ -249,6 +279,37 @@ def verify(
     _report(report)
     if report.status != "completed":
         raise typer.Exit(130)
+
+
+def _scheduling(
+    ordering: str | None, limits: list[str] | None, max_requests: int | None, timeout: float | None
+) -> dict[str, Any] | None:
+    """Karenina's scheduling settings from the options (None: none given)."""
+    out: dict[str, Any] = {}
+    if ordering is not None:
+        orderings = ("auto", "prefix_cache", "distribute_answerers", "random", "generation_order")
+        if ordering not in orderings:
+            raise VerificationError(f"--task-ordering {ordering!r}: one of {', '.join(orderings)}")
+        out["task_ordering"] = ordering
+    if limits:
+        caps: dict[str, int] = {}
+        for item in limits:
+            key, eq, n = item.rpartition("=")
+            if not n.strip().isdigit() or int(n) < 1 or (eq and not key):
+                raise VerificationError(f"--answerer-concurrency-limit {item!r}: N or ID=N, N a positive integer")
+            if not eq:
+                if len(limits) > 1:
+                    raise VerificationError("--answerer-concurrency-limit N (for every answerer) is given once")
+                out["answerer_concurrency_limits"] = int(n)
+            else:
+                caps[key] = int(n)
+        if caps:
+            out["answerer_concurrency_limits"] = caps
+    if max_requests is not None:
+        out["max_concurrent_requests"] = max_requests
+    if timeout is not None:
+        out["batch_timeout_seconds"] = timeout
+    return out or None
 
 
 def _embedding(enabled: bool, model: str | None, threshold: float | None) -> dict[str, Any] | None:

@@ -41,6 +41,7 @@ from ._generate import GeneratedTemplate, generate_one
 from ._models import INTERFACES, Transport
 from ._pipeline import SandboxLike
 from ._run import RunOptions, RunReport, rescore, run_verification, stored_config
+from ._schedule import Scheduling
 from ._tasks import ModelSpec
 from .providers import CachedProvider, ResponseCache, RetryingProvider, cost_usd, provider_from_spec
 
@@ -548,6 +549,7 @@ class Benchmark(AuthoringBenchmark):
                 sufficiency_enabled=plan.sufficiency,
                 deep_judgment=plan.deep_judgment,
                 embedding_check=plan.embedding_check,
+                scheduling=plan.scheduling,
                 run_name=run_name,
             )
         except ValidationError as exc:
@@ -838,6 +840,7 @@ class VerificationPlan:
     # Karenina's rubric_trait_names: accepted and recorded, and (as in Karenina, whose runner never
     # hands it to the rubric stage) it filters no trait: every trait is evaluated.
     rubric_trait_names: list[str] | None = None
+    scheduling: Scheduling = field(default_factory=Scheduling)
     concurrency: int = 2
     base_url: str | None = None
 
@@ -878,6 +881,7 @@ def verification_plan(store: Any, config: Any, async_enabled: bool | None) -> Ve
         embedding_check=_embedding_check(config),
         embedding_base_url=_model_base_url(config_list(config, "p")[0]),
         rubric_trait_names=_trait_names(_get(config, "rubric_trait_names")),
+        scheduling=_scheduling(config),
         concurrency=_concurrency(enabled, workers),
         # The run's stored configuration has one server for all its models (resume rebuilds
         # them from it): kept when the models share one.
@@ -962,6 +966,17 @@ def _deep_judgment(config: Any) -> DeepJudgmentConfig:
         return DeepJudgmentConfig.model_validate({k: v for k, v in given.items() if v is not None})
     except ValidationError as exc:
         raise InvalidValueError(f"VerificationConfig.deep_judgment_*: {validation_message(exc)}") from None
+
+
+def _scheduling(config: Any) -> Scheduling:
+    """Karenina's task_ordering, answerer_concurrency_limits, max_concurrent_requests and
+    batch_timeout_seconds as the runner's."""
+    names = ("task_ordering", "answerer_concurrency_limits", "max_concurrent_requests", "batch_timeout_seconds")
+    given = {n: _get(config, n) for n in names}
+    try:
+        return Scheduling.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise InvalidValueError(f"VerificationConfig: {validation_message(exc)}") from None
 
 
 def _trait_names(value: Any) -> list[str] | None:

@@ -77,6 +77,7 @@ def preset_run(store: Any, config: dict[str, Any]) -> dict[str, Any]:
         "embedding_check": plan.embedding_check,
         "base_url": plan.base_url or plan.embedding_base_url,
         "rubric_strategy": plan.rubric_strategy,
+        "scheduling": plan.scheduling,
     }
 
 

@@ -36,6 +36,7 @@ from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
 from ._embedding import EmbeddingCheckConfig
 from ._pipeline import Answers, Pipeline, SandboxLike
 from ._record import RETRY_CATEGORIES
+from ._schedule import AnswererGate, Gate, Scheduling, answerer_limits, limited, order_tasks, timeout_message
 from ._tasks import MODES, Mode, ModelSpec, Plan, Task, plan, read_questions
 
 if TYPE_CHECKING:
@@ -63,6 +64,8 @@ class RunOptions(BaseModel):
     sufficiency_enabled: bool = False
     deep_judgment: DeepJudgmentConfig = DeepJudgmentConfig()  # Karenina's deep_judgment_* (templates)
     embedding_check: EmbeddingCheckConfig = EmbeddingCheckConfig()  # Karenina's embedding_check_*
+    # Karenina's task_ordering, answerer_concurrency_limits, max_concurrent_requests, batch_timeout_seconds
+    scheduling: Scheduling = Scheduling()
     run_id: str | None = None
     run_name: str | None = None
 
@@ -229,6 +232,13 @@ def run_verification(
     opts = options or RunOptions()
     if opts.embedding_check.enabled:
         embedder = embedder or _embedder_of(judges)
+    sched = opts.scheduling
+    if sched.max_concurrent_requests is not None:  # every model call of the run shares the permits
+        permits = threading.Semaphore(sched.max_concurrent_requests)
+        judges = limited(judges, permits) or []
+        answerers = limited(answerers, permits)
+        if embedder is not None:
+            (embedder,) = [m.provider for m in limited([ModelSpec(embedder, "", "")], permits) or []]
     started = time.time()
     bench_iri, bench_graph = store.graph_of(benchmark)
     from karenina_rdf.authoring import Benchmark
@@ -286,6 +296,7 @@ def run_verification(
         "sufficiency_enabled": opts.sufficiency_enabled,
         "deep_judgment": opts.deep_judgment.model_dump(),
         "embedding_check": opts.embedding_check.model_dump(),
+        "scheduling": sched.model_dump(),
         "run_name": opts.run_name,
         "retry_budgets": DEFAULT_BUDGETS,
         **(extra_config or {}),
@@ -312,7 +323,7 @@ def run_verification(
         extend,
     )
     done_keys = live.stored_keys()
-    todo = [tk for tk in the_plan.tasks if _key(tk, opts.run_name) not in done_keys]
+    todo = order_tasks([tk for tk in the_plan.tasks if _key(tk, opts.run_name) not in done_keys], sched.task_ordering)
     skipped = len(the_plan.tasks) - len(todo)
     owned = None
     if sandbox is None:
@@ -342,11 +353,24 @@ def run_verification(
     )
     counts: Counter[str] = Counter()
     total_cost: list[float | None] = [0.0]
+    timed_out = threading.Event()
     # Until _execute says otherwise: an error escaping it leaves a run --resume can finish.
     status: Literal["completed", "interrupted"] = "interrupted"
     bar = _Progress(len(the_plan.tasks), skipped, progress, progress_callback)
     try:
-        status = _execute(todo, pipeline, live, opts.concurrency, counts, total_cost, bar, stop or threading.Event())
+        status = _execute(
+            todo,
+            pipeline,
+            live,
+            opts.concurrency,
+            counts,
+            total_cost,
+            bar,
+            stop or threading.Event(),
+            gate=AnswererGate(answerer_limits(sched.answerer_concurrency_limits, answerers or [])),
+            timeout=sched.batch_timeout_seconds,
+            timed_out=timed_out,
+        )
     finally:
         bar.close()
         if owned is not None:
@@ -362,6 +386,11 @@ def run_verification(
             is_complete=status == "completed",
         )
         live.finish(summary, status)
+    if timed_out.is_set():  # Karenina raises here; the completed results are stored, the run resumable
+        raise VerificationError(
+            timeout_message(sched.batch_timeout_seconds or 0.0, counts["done"], len(todo))
+            + f"; continue with --resume {run_id}"
+        )
     failures = {k[len("cat:") :]: v for k, v in counts.items() if k.startswith("cat:")}
     return RunReport(
         run_id=run_id,
@@ -523,6 +552,10 @@ def _execute(
     total_cost: list[float | None],
     bar: _Progress,
     stop: threading.Event,
+    *,
+    gate: Gate | None = None,
+    timeout: float | None = None,
+    timed_out: threading.Event | None = None,
 ) -> Literal["completed", "interrupted"]:
     tasks: queue.Queue[Task] = queue.Queue()
     done: queue.Queue[tuple[dict[str, Any], dict[str, float | None]]] = queue.Queue()
@@ -535,7 +568,11 @@ def _execute(
                 tk = tasks.get_nowait()
             except queue.Empty:
                 return
-            done.put(pipeline.run(tk))
+            if gate is None:
+                done.put(pipeline.run(tk))
+                continue
+            with gate(tk):  # Karenina's per-answerer permit, held for the whole task
+                done.put(pipeline.run(tk))
 
     threads = [threading.Thread(target=worker, daemon=True, name=f"verify-{i}") for i in range(max(1, concurrency))]
     for th in threads:
@@ -551,8 +588,21 @@ def _execute(
 
     remaining = len(todo)
     batch: list[Any] = []
+    deadline = time.monotonic() + timeout if timeout is not None else None
     try:
         while remaining and not stop.is_set():
+            if deadline is not None and time.monotonic() >= deadline and timed_out is not None:
+                # Karenina's batch timeout: no further task starts; those in flight finish and are stored.
+                timed_out.set()
+                deadline = None
+                while True:
+                    try:
+                        tasks.get_nowait()
+                    except queue.Empty:
+                        break
+                    remaining -= 1
+                if not remaining:
+                    break
             try:
                 first = done.get(timeout=_FLUSH_SECONDS)
             except queue.Empty:
@@ -566,7 +616,7 @@ def _execute(
     except KeyboardInterrupt:
         stop.set()
     if not stop.is_set():
-        return "completed" if remaining == 0 else "interrupted"
+        return "completed" if remaining == 0 and not (timed_out and timed_out.is_set()) else "interrupted"
     # Stopped: no task starts; the tasks in flight finish and are stored, unless a second
     # Ctrl-C says not to wait. What is complete is stored either way (a batch cut short, once).
     bar.note("stopping: finishing the tasks in flight (Ctrl-C again to stop now)")
@@ -639,6 +689,7 @@ def verify(
     deep_judgment: DeepJudgmentConfig | dict[str, Any] | None = None,
     embedding_check: EmbeddingCheckConfig | dict[str, Any] | None = None,
     rubric_strategy: Literal["batch", "sequential"] | None = None,
+    scheduling: Scheduling | dict[str, Any] | None = None,
     run: str | None = None,
     run_name: str | None = None,
     resume: str | None = None,
@@ -676,6 +727,7 @@ def verify(
         sufficiency = sufficiency or bool(stored.get("sufficiency_enabled"))
         deep_judgment = deep_judgment or stored.get("deep_judgment")
         embedding_check = embedding_check or stored.get("embedding_check")
+        scheduling = scheduling or stored.get("scheduling")
         strategy = "sequential" if stored.get("rubric_strategy") == "sequential" else strategy
         answers = answers or stored.get("answers_file")
         # The same server answers the rest of the run, and a replayed run stays replayed.
@@ -717,6 +769,7 @@ def verify(
             sufficiency_enabled=sufficiency,
             deep_judgment=DeepJudgmentConfig.model_validate(deep_judgment or {}),
             embedding_check=EmbeddingCheckConfig.model_validate(embedding_check or {}),
+            scheduling=Scheduling.model_validate(scheduling or {}),
             rubric_strategy=strategy,
             run_id=run,
             run_name=run_name,
