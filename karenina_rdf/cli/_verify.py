@@ -200,8 +200,6 @@ def verify(
         float | None,
         typer.Option(
             "--batch-timeout",
-            min=0.0,
-            min_open=True,
             help="Seconds after which no further task starts; the run ends interrupted (resumable).",
         ),
     ] = None,
@@ -308,6 +306,8 @@ def _scheduling(
     if max_requests is not None:
         out["max_concurrent_requests"] = max_requests
     if timeout is not None:
+        if not timeout > 0:
+            raise VerificationError(f"--batch-timeout {timeout}: a number of seconds above 0")
         out["batch_timeout_seconds"] = timeout
     return out or None
 
