@@ -254,7 +254,7 @@ def verify(
                 "scheduling": _scheduling(task_ordering, answerer_limit, max_concurrent_requests, batch_timeout),
             }
             if preset is not None:
-                from karenina_rdf.runner._presets import with_preset
+                from karenina_rdf.runner import with_preset
 
                 given = with_preset(s, preset, given)
             report = run_verify(

@@ -20,6 +20,7 @@ from ._members import VerificationResultSet as VerificationResultSet
 # how it builds providers for a store (replay, record, response cache).
 from ._models import Transport as Transport
 from ._presets import load_preset
+from ._presets import with_preset as with_preset
 from ._run import RunOptions, RunReport, rescore, run_verification, verify
 from ._tasks import MODES as MODES
 from ._tasks import ModelSpec

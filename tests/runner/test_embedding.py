@@ -428,8 +428,8 @@ def test_the_openai_compatible_embeddings_call() -> None:
         got = p.embed(EmbeddingRequest(model="m", texts=("ab", "b")))
         assert got.vectors[1] == (0.0, 1.0) and sum(got.vectors[0]) == 2.0
         assert (got.model, got.usage.input_tokens) == ("m", PROMPT_TOKENS)
-        with OpenAICompatibleProvider(llm.base_url + "/nowhere", api_key="sk-secret") as wrong:
-            with pytest.raises(ProviderError) as err:
-                wrong.embed(EmbeddingRequest(model="m", texts=("a",), label="q1"))
+        wrong = OpenAICompatibleProvider(llm.base_url + "/nowhere", api_key="sk-secret")
+        with wrong, pytest.raises(ProviderError) as err:
+            wrong.embed(EmbeddingRequest(model="m", texts=("a",), label="q1"))
         assert err.value.category == "unexpected_error" and not err.value.retryable
         assert "HTTP 404" in str(err.value) and "sk-secret" not in str(err.value) and "\n" not in str(err.value)
