@@ -85,6 +85,7 @@ RUNNER_EXPECTED = sorted(
         "RunReport",
         "Sandbox",
         "SandboxOutcome",
+        "Scheduling",
         "Usage",
         "generate_templates",
         "load_preset",

@@ -22,6 +22,7 @@ from ._models import Transport as Transport
 from ._presets import load_preset
 from ._presets import with_preset as with_preset
 from ._run import RunOptions, RunReport, rescore, run_verification, verify
+from ._schedule import Scheduling
 from ._tasks import MODES as MODES
 from ._tasks import ModelSpec
 
@@ -43,6 +44,7 @@ __all__ = [
     "RunReport",
     "Sandbox",
     "SandboxOutcome",
+    "Scheduling",
     "Usage",
     "generate_templates",
     "load_preset",

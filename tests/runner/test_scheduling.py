@@ -16,8 +16,17 @@ import pytest
 
 from karenina_rdf import Benchmark, Store
 from karenina_rdf._errors import InvalidValueError, VerificationError
-from karenina_rdf.runner import ChatRequest, FunctionProvider, Limits, ModelSpec, RunOptions, Sandbox, run_verification
-from karenina_rdf.runner._schedule import Scheduling, order_tasks
+from karenina_rdf.runner import (
+    ChatRequest,
+    FunctionProvider,
+    Limits,
+    ModelSpec,
+    RunOptions,
+    Sandbox,
+    Scheduling,
+    run_verification,
+)
+from karenina_rdf.runner._schedule import order_tasks
 from karenina_rdf.runner._tasks import QuestionInput, Task
 from tests.helpers.karenina_ref import karenina
 
