@@ -196,6 +196,58 @@ def verify(
             help="custom: a JSON file holding Karenina's DeepJudgmentRubricCustomConfig (global, question_specific).",
         ),
     ] = None,
+    embedding_check: Annotated[
+        bool,
+        typer.Option(
+            "--embedding-check/--no-embedding-check",
+            help="Karenina's embedding check: when the field verification fails, embed the parsed ground truth "
+            "and answer (the server's /embeddings) and, at or above the threshold, ask the judge whether they "
+            "are equivalent; a yes overrides the field verdict.",
+        ),
+    ] = False,
+    embedding_model: Annotated[
+        str | None, typer.Option("--embedding-model", help="Embeddings model name (default all-MiniLM-L6-v2).")
+    ] = None,
+    embedding_threshold: Annotated[
+        float | None,
+        typer.Option("--embedding-threshold", min=0.0, max=1.0, help="Cosine similarity to reach (default 0.85)."),
+    ] = None,
+    task_ordering: Annotated[
+        str | None,
+        typer.Option(
+            "--task-ordering",
+            help="Karenina's task_ordering: auto (default), prefix_cache, distribute_answerers, random, "
+            "generation_order.",
+        ),
+    ] = None,
+    answerer_limit: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--answerer-concurrency-limit",
+            help="Karenina's answerer_concurrency_limits: N for every answering model with an id, or ID=N "
+            "(repeatable); a capped answerer runs at most N tasks at once.",
+        ),
+    ] = None,
+    max_concurrent_requests: Annotated[
+        int | None,
+        typer.Option("--max-concurrent-requests", min=1, help="At most this many model calls in flight at once."),
+    ] = None,
+    batch_timeout: Annotated[
+        float | None,
+        typer.Option(
+            "--batch-timeout",
+            help="Seconds after which no further task starts; the run ends interrupted (resumable).",
+        ),
+    ] = None,
+    preset: Annotated[
+        str | None,
+        typer.Option(
+            "--preset",
+            help="A Karenina preset (its saved VerificationConfig): a file, or a name in $KARENINA_PRESETS_DIR "
+            "(default ./presets). Models, mode, replicates and the other options given here replace its values; "
+            "stage switches given turn stages on.",
+        ),
+    ] = None,
     run: RunIdOpt = None,
     run_name: Annotated[str | None, typer.Option("--run-name", help="Karenina's run_name of every result.")] = None,
     resume: Annotated[
@@ -217,35 +269,46 @@ def verify(
         if deep_judgment is not None and deep_judgment not in ("disabled", "reasoning_only", "full"):
             raise VerificationError(f"--deep-judgment-mode {deep_judgment!r}: one of disabled, reasoning_only, full")
         djr = _rubric_deep_judgment(djr_mode, djr_excerpts, djr_max_excerpts, djr_threshold, djr_retries, djr_config)
+        if preset is not None and resume is not None:
+            raise VerificationError("--resume reads the run's stored configuration: --preset is not needed")
         s = _open(store, base_iri)
         try:
+            given: dict[str, Any] = {
+                "judges": list(judge or []) or None,
+                "answerers": list(answerer or []) or None,
+                "answers": answers,
+                "mode": _mode(mode) if mode is not None else None,
+                "replicates": replicates,
+                "concurrency": concurrency,
+                "few_shot": few_shot,
+                "few_shot_config": fs,
+                "prompt_config": pc,
+                "abstention": abstention,
+                "sufficiency": sufficiency,
+                "deep_judgment": {"mode": deep_judgment} if deep_judgment else None,
+                "deep_judgment_rubric": djr,
+                "embedding_check": _embedding(embedding_check, embedding_model, embedding_threshold),
+                "base_url": base_url,
+                "scheduling": _scheduling(task_ordering, answerer_limit, max_concurrent_requests, batch_timeout),
+            }
+            if preset is not None:
+                from karenina_rdf.runner import with_preset
+
+                given = with_preset(s, preset, given)
             report = run_verify(
                 s,
                 benchmark,
-                judges=list(judge or []) or None,
-                answerers=list(answerer or []) or None,
-                answers=answers,
-                mode=_mode(mode) if mode is not None else None,
-                replicates=replicates,
                 questions=questions,
-                concurrency=concurrency,
                 trust_callables=trust_callables,
                 unsafe_no_isolation=unsafe_no_isolation,
-                few_shot=few_shot,
-                few_shot_config=fs,
-                prompt_config=pc,
-                abstention=abstention,
-                sufficiency=sufficiency,
-                deep_judgment={"mode": deep_judgment} if deep_judgment else None,
-                deep_judgment_rubric=djr,
                 run=run,
                 run_name=run_name,
                 resume=resume,
                 replay=replay,
                 record=record,
                 cache=cache,
-                base_url=base_url,
                 progress=progress,
+                **given,
             )
         finally:
             s.close()
@@ -285,6 +348,53 @@ def _rubric_deep_judgment(
         raise VerificationError("--deep-judgment-rubric-mode custom needs --deep-judgment-rubric-config FILE")
     chosen = {k: v for k, v in given.items() if v is not None}
     return chosen or None
+
+
+def _scheduling(
+    ordering: str | None, limits: list[str] | None, max_requests: int | None, timeout: float | None
+) -> dict[str, Any] | None:
+    """Karenina's scheduling settings from the options (None: none given)."""
+    out: dict[str, Any] = {}
+    if ordering is not None:
+        orderings = ("auto", "prefix_cache", "distribute_answerers", "random", "generation_order")
+        if ordering not in orderings:
+            raise VerificationError(f"--task-ordering {ordering!r}: one of {', '.join(orderings)}")
+        out["task_ordering"] = ordering
+    if limits:
+        caps: dict[str, int] = {}
+        for item in limits:
+            key, eq, n = item.rpartition("=")
+            if not n.strip().isdigit() or int(n) < 1 or (eq and not key):
+                raise VerificationError(f"--answerer-concurrency-limit {item!r}: N or ID=N, N a positive integer")
+            if not eq:
+                if len(limits) > 1:
+                    raise VerificationError("--answerer-concurrency-limit N (for every answerer) is given once")
+                out["answerer_concurrency_limits"] = int(n)
+            else:
+                caps[key] = int(n)
+        if caps:
+            out["answerer_concurrency_limits"] = caps
+    if max_requests is not None:
+        out["max_concurrent_requests"] = max_requests
+    if timeout is not None:
+        if not timeout > 0:
+            raise VerificationError(f"--batch-timeout {timeout}: a number of seconds above 0")
+        out["batch_timeout_seconds"] = timeout
+    return out or None
+
+
+def _embedding(enabled: bool, model: str | None, threshold: float | None) -> dict[str, Any] | None:
+    """Karenina's embedding_check_* settings from the options; a model or threshold alone is refused."""
+    if not enabled:
+        if model is not None or threshold is not None:
+            raise VerificationError("--embedding-model and --embedding-threshold need --embedding-check")
+        return None
+    out: dict[str, Any] = {"enabled": True}
+    if model is not None:
+        out["model"] = model
+    if threshold is not None:
+        out["threshold"] = threshold
+    return out
 
 
 def _prompting(mode: str | None, k: int, fs_file: Path | None, pc_file: Path | None) -> tuple[Any, Any]:

@@ -7,6 +7,7 @@ from karenina_rdf.runner.sandbox import Limits, Sandbox, SandboxOutcome
 
 from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig, QuestionFewShotConfig
 from ._config import few_shot_for_mode as few_shot_for_mode
+from ._embedding import EmbeddingCheckConfig
 from ._generate import GeneratedTemplate, generate_templates
 
 # The public karenina_rdf.Benchmark (exported there): the authoring handle and the members that
@@ -18,7 +19,10 @@ from ._members import VerificationResultSet as VerificationResultSet
 # For the command line, not the Python API (hence not in __all__): the run modes it offers and
 # how it builds providers for a store (replay, record, response cache).
 from ._models import Transport as Transport
+from ._presets import load_preset
+from ._presets import with_preset as with_preset
 from ._run import RunOptions, RunReport, rescore, run_verification, verify
+from ._schedule import Scheduling
 from ._tasks import MODES as MODES
 from ._tasks import ModelSpec
 from .rubric import DeepJudgmentRubricCustomConfig, DeepJudgmentTraitConfig, RubricDeepJudgmentConfig
@@ -29,6 +33,7 @@ __all__ = [
     "DeepJudgmentConfig",
     "DeepJudgmentRubricCustomConfig",
     "DeepJudgmentTraitConfig",
+    "EmbeddingCheckConfig",
     "FewShotConfig",
     "FunctionProvider",
     "GeneratedTemplate",
@@ -43,8 +48,10 @@ __all__ = [
     "RunReport",
     "Sandbox",
     "SandboxOutcome",
+    "Scheduling",
     "Usage",
     "generate_templates",
+    "load_preset",
     "rescore",
     "run_verification",
     "verify",

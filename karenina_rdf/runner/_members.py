@@ -36,10 +36,12 @@ from karenina_rdf.authoring import Benchmark as AuthoringBenchmark
 from karenina_rdf.results import canonical_key, export_run, resolve_run, run_summary
 
 from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
+from ._embedding import EmbeddingCheckConfig
 from ._generate import GeneratedTemplate, generate_one
 from ._models import INTERFACES, Transport
 from ._pipeline import SandboxLike
 from ._run import RunOptions, RunReport, rescore, run_verification, stored_config
+from ._schedule import Scheduling
 from ._tasks import ModelSpec
 from .providers import CachedProvider, ResponseCache, RetryingProvider, cost_usd, provider_from_spec
 from .rubric import RubricDeepJudgmentConfig
@@ -542,6 +544,8 @@ class Benchmark(AuthoringBenchmark):
                 sufficiency_enabled=plan.sufficiency,
                 deep_judgment=plan.deep_judgment,
                 deep_judgment_rubric=plan.deep_judgment_rubric,
+                embedding_check=plan.embedding_check,
+                scheduling=plan.scheduling,
                 run_name=run_name,
             )
         except ValidationError as exc:
@@ -555,11 +559,26 @@ class Benchmark(AuthoringBenchmark):
             sandbox=sandbox,
             resume=resume,
             cost=cost_usd,
-            extra_config={"transport": {"replay": None, "record": None, "cache": None, "base_url": plan.base_url}},
+            extra_config={
+                "transport": {"replay": None, "record": None, "cache": None, "base_url": plan.base_url},
+                **({"rubric_trait_names": plan.rubric_trait_names} if plan.rubric_trait_names is not None else {}),
+            },
             progress_callback=progress_callback,
             extend=extend,
+            embedder=_embedder(plan),
         )
         return result_set(self.store, report)
+
+
+def _embedder(plan: VerificationPlan) -> Any:
+    """The embedding check's embeddings endpoint: the first parsing model's server (Karenina
+    loads a SentenceTransformer locally; here nothing is downloaded)."""
+    if not plan.embedding_check.enabled:
+        return None
+    judge = plan.judges[0].provider
+    if getattr(judge, "serves_embeddings", False):  # a runner ModelSpec given as it is (tests, fakes)
+        return judge
+    return Transport(base_url=plan.embedding_base_url).embedder()
 
 
 def _prior_rows(prior_results: Any) -> tuple[str, list[dict[str, Any]]]:
@@ -780,8 +799,6 @@ def _get(obj: Any, name: str, default: Any = None) -> Any:
 # default: a config that leaves them at it runs here; one that sets any is refused, naming it.
 _UNSUPPORTED_DEFAULTS: dict[str, Any] = {
     "parsing_only": False,
-    "rubric_trait_names": None,
-    "embedding_check_enabled": False,
     "deep_judgment_search_enabled": False,
     "agentic_parsing": False,
     "db_config": None,
@@ -814,6 +831,12 @@ class VerificationPlan:
     sufficiency: bool = False
     deep_judgment: DeepJudgmentConfig = field(default_factory=DeepJudgmentConfig)
     deep_judgment_rubric: RubricDeepJudgmentConfig = field(default_factory=RubricDeepJudgmentConfig)
+    embedding_check: EmbeddingCheckConfig = field(default_factory=EmbeddingCheckConfig)
+    embedding_base_url: str | None = None  # the first parsing model's server: its /embeddings
+    # Karenina's rubric_trait_names: accepted and recorded, and (as in Karenina, whose runner never
+    # hands it to the rubric stage) it filters no trait: every trait is evaluated.
+    rubric_trait_names: list[str] | None = None
+    scheduling: Scheduling = field(default_factory=Scheduling)
     concurrency: int = 2
     base_url: str | None = None
 
@@ -852,6 +875,10 @@ def verification_plan(store: Any, config: Any, async_enabled: bool | None) -> Ve
         sufficiency=bool(_get(config, "sufficiency_enabled", False)),
         deep_judgment=_deep_judgment(config),
         deep_judgment_rubric=_deep_judgment_rubric(config),
+        embedding_check=_embedding_check(config),
+        embedding_base_url=_model_base_url(config_list(config, "p")[0]),
+        rubric_trait_names=_trait_names(_get(config, "rubric_trait_names")),
+        scheduling=_scheduling(config),
         concurrency=_concurrency(enabled, workers),
         # The run's stored configuration has one server for all its models (resume rebuilds
         # them from it): kept when the models share one.
@@ -957,6 +984,38 @@ def _deep_judgment_rubric(config: Any) -> RubricDeepJudgmentConfig:
         return RubricDeepJudgmentConfig.model_validate({k: v for k, v in given.items() if v is not None})
     except ValidationError as exc:
         raise InvalidValueError(f"VerificationConfig.deep_judgment_rubric_*: {validation_message(exc)}") from None
+
+
+def _scheduling(config: Any) -> Scheduling:
+    """Karenina's task_ordering, answerer_concurrency_limits, max_concurrent_requests and
+    batch_timeout_seconds as the runner's."""
+    names = ("task_ordering", "answerer_concurrency_limits", "max_concurrent_requests", "batch_timeout_seconds")
+    given = {n: _get(config, n) for n in names}
+    try:
+        return Scheduling.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise InvalidValueError(f"VerificationConfig: {validation_message(exc)}") from None
+
+
+def _trait_names(value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list | tuple) or not all(isinstance(n, str) for n in value):
+        raise InvalidTypeError("VerificationConfig.rubric_trait_names must be a list of trait names or None")
+    return list(value)
+
+
+def _embedding_check(config: Any) -> EmbeddingCheckConfig:
+    """Karenina's embedding_check_enabled / _model / _threshold as the runner's."""
+    given = {
+        "enabled": bool(_get(config, "embedding_check_enabled", False)),
+        "model": _get(config, "embedding_check_model"),
+        "threshold": _get(config, "embedding_check_threshold"),
+    }
+    try:
+        return EmbeddingCheckConfig.model_validate({k: v for k, v in given.items() if v is not None})
+    except ValidationError as exc:
+        raise InvalidValueError(f"VerificationConfig.embedding_check_*: {validation_message(exc)}") from None
 
 
 def _model_base_url(m: Any) -> str | None:

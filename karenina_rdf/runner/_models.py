@@ -103,3 +103,14 @@ class Transport:
             system_prompt=system_prompt,
             spec=spec,
         )
+
+    def embedder(self) -> Any:
+        """The embedding check's embeddings provider: the OpenAI-compatible server of this run
+        (``base_url`` or ``$OPENAI_BASE_URL``), ``/embeddings``, with retries. Not cached or
+        recorded: a replayed run has no live endpoint to ask, and is refused."""
+        if self.replay is not None:
+            raise VerificationError("the embedding check needs a live embeddings endpoint: not with --replay")
+        from karenina_rdf.runner.providers import RetryingProvider, provider_from_spec
+
+        provider, _ = provider_from_spec("openai:embeddings", base_url=self.base_url)
+        return RetryingProvider(provider)

@@ -13,7 +13,10 @@ The two checks run only when switched on (Karenina's ``abstention_enabled``,
 verification, never the rubric. A check that fails (call or reply) is recorded as not performed
 and does not fail the task, as in Karenina.
 
-Not run (docs/verification.md lists them): the embedding check, agentic parsing
+The embedding check (``_embedding``) runs after VerifyTemplate when switched on and the field
+verification failed, before deep judgment's auto-fail, as Karenina orders them.
+
+Not run (docs/verification.md lists them): agentic parsing
 and agentic traits, MCP tools.
 """
 
@@ -37,6 +40,7 @@ from ._checks import (
 )
 from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
 from ._deep_judgment import AUTOFAIL_STAGE, DeepJudgmentError, Outcome, reasoning_text, run_steps
+from ._embedding import EmbeddingCheckConfig, embedding_check
 from ._prompts import answering_messages, parsing_messages
 from ._record import RETRY_CATEGORIES, StageError, TaskState, finalize, fresh_result
 from ._tasks import ModelSpec, Task
@@ -119,6 +123,8 @@ class Pipeline:
         global_dynamic: tuple[Any, ...] = (),
         deep_judgment: DeepJudgmentConfig | None = None,
         deep_judgment_rubric: Any = None,  # rubric.RubricDeepJudgmentConfig; None: its defaults
+        embedding_check: EmbeddingCheckConfig | None = None,
+        embedder: Any = None,
     ) -> None:
         self.sandbox = sandbox
         self.global_traits = list(global_traits)
@@ -140,6 +146,9 @@ class Pipeline:
         # Always set: in Karenina's default mode ("disabled") traits that switch deep judgment on
         # in their own settings still get it.
         self.deep_judgment_rubric = deep_judgment_rubric or RubricDeepJudgmentConfig()
+
+        self.embedding = embedding_check or EmbeddingCheckConfig()
+        self.embedder = embedder  # an EmbeddingProvider; required when the embedding check is on
         self.answers = answers or Answers()
         self.cost = cost or (lambda model, usage: None)
         self._templates: dict[str, Any] = {}
@@ -441,7 +450,14 @@ class Pipeline:
             else:
                 state.error = StageError("unexpected_error", "verify_template", f"sandbox ({outcome.kind}): {error}")
             return
-        tpl.update(outcome.value)
+        value = dict(outcome.value)
+        field_ok = value.pop("field_verification_result", None)
+        tpl.update(value)
+        # EmbeddingCheck: after VerifyTemplate, only when the field verification failed.
+        if self.embedding.enabled and field_ok is False:
+            t0 = time.perf_counter()
+            self._embedding_check(task, state, tpl)
+            self._took("embedding_check", t0)
         if steps is not None:
             steps.calls += 1  # the parse call
             steps.stages.append("parameters")
@@ -461,6 +477,35 @@ class Pipeline:
             if dj.mode == "full" and steps.without and not tpl["abstention_detected"]:
                 tpl["verify_result"] = False
                 state.autofail = state.autofail or AUTOFAIL_STAGE
+
+    def _embedding_check(self, task: Task, state: TaskState, tpl: dict[str, Any]) -> None:
+        """Karenina's EmbeddingCheck: the four ``embedding_*`` fields, and on an override the field
+        verdict true and ``verify_result`` the regex checks' verdict."""
+        state.last_stage = "embedding_check"
+        judge, q = task.judge, task.question
+
+        def ask(messages: tuple[Message, ...]) -> ChatResponse:
+            try:
+                return self._call(state, judge, "embedding_check", messages, label=q.question_id)
+            except ProviderError as exc:
+                state.add_retries(exc.retries)
+                raise
+
+        outcome = embedding_check(
+            self.embedding,
+            tpl.get("parsed_gt_response"),
+            tpl.get("parsed_llm_response"),
+            q.text,
+            embed=self.embedder.embed,
+            ask=ask,
+            label=q.question_id,
+        )
+        tpl["embedding_check_performed"] = outcome.performed
+        tpl["embedding_similarity_score"] = outcome.score
+        tpl["embedding_model_used"] = outcome.model
+        tpl["embedding_override_applied"] = outcome.override
+        if outcome.override:
+            tpl["verify_result"] = bool(tpl.get("regex_overall_success", True))
 
     def _rubric(self, task: Task, state: TaskState, result: dict[str, Any], response: str) -> None:
         from karenina_rdf.runner.rubric import (

@@ -34,8 +34,10 @@ from karenina_rdf.runner.providers import DEFAULT_BUDGETS
 from karenina_rdf.runner.rubric import RubricDeepJudgmentConfig
 
 from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
+from ._embedding import EmbeddingCheckConfig
 from ._pipeline import Answers, Pipeline, SandboxLike
 from ._record import RETRY_CATEGORIES
+from ._schedule import AnswererGate, Gate, Scheduling, answerer_limits, limited, order_tasks, timeout_message
 from ._tasks import MODES, Mode, ModelSpec, Plan, Task, plan, read_questions
 
 if TYPE_CHECKING:
@@ -63,6 +65,9 @@ class RunOptions(BaseModel):
     sufficiency_enabled: bool = False
     deep_judgment: DeepJudgmentConfig = DeepJudgmentConfig()  # Karenina's deep_judgment_* (templates)
     deep_judgment_rubric: RubricDeepJudgmentConfig = RubricDeepJudgmentConfig()  # deep_judgment_rubric_*
+    embedding_check: EmbeddingCheckConfig = EmbeddingCheckConfig()  # Karenina's embedding_check_*
+    # Karenina's task_ordering, answerer_concurrency_limits, max_concurrent_requests, batch_timeout_seconds
+    scheduling: Scheduling = Scheduling()
     run_id: str | None = None
     run_name: str | None = None
 
@@ -215,6 +220,7 @@ def run_verification(
     informed_by: str | None = None,
     progress_callback: Any = None,
     extend: bool = False,
+    embedder: Any = None,
 ) -> RunReport:
     """Run ``benchmark``'s finished questions past the answering models (or the recorded
     ``answers``, keyed by (question id, answerer key, replicate), of ``answer_identities``) and
@@ -222,8 +228,19 @@ def run_verification(
     run ``resume`` (continued: its stored results are not run again). With ``extend`` the run
     ``resume`` may be continued with more answerers, judges, replicates or questions (Karenina's
     extend_template): its stored answers are graded by the new judges, and the configuration
-    given becomes the run's."""
+    given becomes the run's. ``embedder``: the embeddings provider of the embedding check (an
+    ``EmbeddingProvider``); when the check is on and none is given, the first judge's provider
+    serves it if it can (an OpenAI-compatible server's ``/embeddings``)."""
     opts = options or RunOptions()
+    if opts.embedding_check.enabled:
+        embedder = embedder or _embedder_of(judges)
+    sched = opts.scheduling
+    if sched.max_concurrent_requests is not None:  # every model call of the run shares the permits
+        permits = threading.Semaphore(sched.max_concurrent_requests)
+        judges = limited(judges, permits) or []
+        answerers = limited(answerers, permits)
+        if embedder is not None:
+            (embedder,) = [m.provider for m in limited([ModelSpec(embedder, "", "")], permits) or []]
     started = time.time()
     bench_iri, bench_graph = store.graph_of(benchmark)
     from karenina_rdf.authoring import Benchmark
@@ -281,6 +298,8 @@ def run_verification(
         "sufficiency_enabled": opts.sufficiency_enabled,
         "deep_judgment": opts.deep_judgment.model_dump(),
         "deep_judgment_rubric": opts.deep_judgment_rubric.model_dump(by_alias=True),
+        "embedding_check": opts.embedding_check.model_dump(),
+        "scheduling": sched.model_dump(),
         "run_name": opts.run_name,
         "retry_budgets": DEFAULT_BUDGETS,
         **(extra_config or {}),
@@ -307,7 +326,7 @@ def run_verification(
         extend,
     )
     done_keys = live.stored_keys()
-    todo = [tk for tk in the_plan.tasks if _key(tk, opts.run_name) not in done_keys]
+    todo = order_tasks([tk for tk in the_plan.tasks if _key(tk, opts.run_name) not in done_keys], sched.task_ordering)
     skipped = len(the_plan.tasks) - len(todo)
     owned = None
     if sandbox is None:
@@ -333,14 +352,29 @@ def run_verification(
         global_dynamic=tuple(global_dynamic) if rubric_modes else (),
         deep_judgment=opts.deep_judgment,
         deep_judgment_rubric=opts.deep_judgment_rubric,
+        embedding_check=opts.embedding_check,
+        embedder=embedder,
     )
     counts: Counter[str] = Counter()
     total_cost: list[float | None] = [0.0]
+    timed_out = threading.Event()
     # Until _execute says otherwise: an error escaping it leaves a run --resume can finish.
     status: Literal["completed", "interrupted"] = "interrupted"
     bar = _Progress(len(the_plan.tasks), skipped, progress, progress_callback)
     try:
-        status = _execute(todo, pipeline, live, opts.concurrency, counts, total_cost, bar, stop or threading.Event())
+        status = _execute(
+            todo,
+            pipeline,
+            live,
+            opts.concurrency,
+            counts,
+            total_cost,
+            bar,
+            stop or threading.Event(),
+            gate=AnswererGate(answerer_limits(sched.answerer_concurrency_limits, answerers or [])),
+            timeout=sched.batch_timeout_seconds,
+            timed_out=timed_out,
+        )
     finally:
         bar.close()
         if owned is not None:
@@ -356,6 +390,11 @@ def run_verification(
             is_complete=status == "completed",
         )
         live.finish(summary, status)
+    if timed_out.is_set():  # Karenina raises here; the completed results are stored, the run resumable
+        raise VerificationError(
+            timeout_message(sched.batch_timeout_seconds or 0.0, counts["done"], len(todo))
+            + f"; continue with --resume {run_id}"
+        )
     failures = {k[len("cat:") :]: v for k, v in counts.items() if k.startswith("cat:")}
     return RunReport(
         run_id=run_id,
@@ -375,6 +414,18 @@ def run_verification(
         notes=tuple(notes),
         timings={**pipeline.timings, "store_write": live.write_seconds},
     )
+
+
+def _embedder_of(judges: list[ModelSpec]) -> Any:
+    """The first judge's provider when it serves embeddings, else a clear refusal (before
+    anything is written): Karenina's check would load a local model; here it is an endpoint."""
+    provider = judges[0].provider if judges else None
+    if provider is None or not getattr(provider, "serves_embeddings", False):
+        raise VerificationError(
+            "the embedding check needs an embeddings endpoint: give an embedder, or an OpenAI-compatible "
+            "judge (its server's /embeddings serves it)"
+        )
+    return provider
 
 
 def _key(task: Task, run_name: str | None) -> str:
@@ -505,6 +556,10 @@ def _execute(
     total_cost: list[float | None],
     bar: _Progress,
     stop: threading.Event,
+    *,
+    gate: Gate | None = None,
+    timeout: float | None = None,
+    timed_out: threading.Event | None = None,
 ) -> Literal["completed", "interrupted"]:
     tasks: queue.Queue[Task] = queue.Queue()
     done: queue.Queue[tuple[dict[str, Any], dict[str, float | None]]] = queue.Queue()
@@ -517,7 +572,11 @@ def _execute(
                 tk = tasks.get_nowait()
             except queue.Empty:
                 return
-            done.put(pipeline.run(tk))
+            if gate is None:
+                done.put(pipeline.run(tk))
+                continue
+            with gate(tk):  # Karenina's per-answerer permit, held for the whole task
+                done.put(pipeline.run(tk))
 
     threads = [threading.Thread(target=worker, daemon=True, name=f"verify-{i}") for i in range(max(1, concurrency))]
     for th in threads:
@@ -533,8 +592,21 @@ def _execute(
 
     remaining = len(todo)
     batch: list[Any] = []
+    deadline = time.monotonic() + timeout if timeout is not None else None
     try:
         while remaining and not stop.is_set():
+            if deadline is not None and time.monotonic() >= deadline and timed_out is not None:
+                # Karenina's batch timeout: no further task starts; those in flight finish and are stored.
+                timed_out.set()
+                deadline = None
+                while True:
+                    try:
+                        tasks.get_nowait()
+                    except queue.Empty:
+                        break
+                    remaining -= 1
+                if not remaining:
+                    break
             try:
                 first = done.get(timeout=_FLUSH_SECONDS)
             except queue.Empty:
@@ -548,7 +620,7 @@ def _execute(
     except KeyboardInterrupt:
         stop.set()
     if not stop.is_set():
-        return "completed" if remaining == 0 else "interrupted"
+        return "completed" if remaining == 0 and not (timed_out and timed_out.is_set()) else "interrupted"
     # Stopped: no task starts; the tasks in flight finish and are stored, unless a second
     # Ctrl-C says not to wait. What is complete is stored either way (a batch cut short, once).
     bar.note("stopping: finishing the tasks in flight (Ctrl-C again to stop now)")
@@ -620,6 +692,9 @@ def verify(
     sufficiency: bool = False,
     deep_judgment: DeepJudgmentConfig | dict[str, Any] | None = None,
     deep_judgment_rubric: RubricDeepJudgmentConfig | dict[str, Any] | None = None,
+    embedding_check: EmbeddingCheckConfig | dict[str, Any] | None = None,
+    rubric_strategy: Literal["batch", "sequential"] | None = None,
+    scheduling: Scheduling | dict[str, Any] | None = None,
     run: str | None = None,
     run_name: str | None = None,
     resume: str | None = None,
@@ -640,7 +715,7 @@ def verify(
     from ._models import Transport
     from ._recorded import read_answers
 
-    strategy: Literal["batch", "sequential"] = "batch"
+    strategy: Literal["batch", "sequential"] = rubric_strategy or "batch"
     if resume is not None:
         stored = stored_config(store, resume)
         answerers = answerers or [m["spec"] for m in stored["answerers"] if "spec" in m] or None
@@ -657,6 +732,8 @@ def verify(
         sufficiency = sufficiency or bool(stored.get("sufficiency_enabled"))
         deep_judgment = deep_judgment or stored.get("deep_judgment")
         deep_judgment_rubric = deep_judgment_rubric or stored.get("deep_judgment_rubric")
+        embedding_check = embedding_check or stored.get("embedding_check")
+        scheduling = scheduling or stored.get("scheduling")
         strategy = "sequential" if stored.get("rubric_strategy") == "sequential" else strategy
         answers = answers or stored.get("answers_file")
         # The same server answers the rest of the run, and a replayed run stays replayed.
@@ -698,6 +775,8 @@ def verify(
             sufficiency_enabled=sufficiency,
             deep_judgment=DeepJudgmentConfig.model_validate(deep_judgment or {}),
             deep_judgment_rubric=RubricDeepJudgmentConfig.model_validate(deep_judgment_rubric or {}),
+            embedding_check=EmbeddingCheckConfig.model_validate(embedding_check or {}),
+            scheduling=Scheduling.model_validate(scheduling or {}),
             rubric_strategy=strategy,
             run_id=run,
             run_name=run_name,
@@ -717,6 +796,7 @@ def verify(
         cost=cost_usd,
         extra_config=extra,
         stop=stop,
+        embedder=transport.embedder() if options.embedding_check.enabled else None,
     )
 
 

@@ -22,6 +22,12 @@ What it answers, by the request's system message:
   attribute by attribute"): one line of reasoning per attribute;
 * anything else is an answering request: ``answers[question text]``, default "I do not know".
 
+``POST /v1/embeddings`` (OpenAI's embeddings format) answers one vector per input text:
+``vectors[text]`` when set, else the text's letter-and-digit counts (texts sharing their
+characters come out similar); its requests are logged too (``kind`` "embeddings"). The
+embedding check's equivalence question (starts "You judge whether two structured answers")
+is answered ``equivalent`` ("YES" by default).
+
 Every reply carries ``usage`` of :data:`PROMPT_TOKENS` and :data:`COMPLETION_TOKENS`. Knobs,
 settable between (and during) requests: ``delay`` seconds before each reply, ``rate_limited``
 429 replies (``Retry-After: 0``) before answering, and ``log``, every request body received.
@@ -44,9 +50,13 @@ NOT_A_TEMPLATE = "```python\nclass Answer:\n    pass\n```"
 
 def kind(body: dict[str, Any]) -> str:
     """What a logged request was for: answer, parse, generate or rubric."""
+    if "input" in body and "messages" not in body:
+        return "embeddings"
     system = next((m["content"] for m in body.get("messages", []) if m.get("role") == "system"), "")
     if system.startswith("You write answer templates"):
         return "generate"
+    if system.startswith("You judge whether two structured answers"):
+        return "equivalence"
     if "JSON schema:" in system:
         return "parse"
     if system.startswith(("You are an impartial evaluator", "You are a careful evaluator")):
@@ -105,6 +115,13 @@ def fill(schema: dict[str, Any], text: str) -> dict[str, Any]:
     return {name: value(spec) for name, spec in (schema.get("properties") or {}).items()}
 
 
+def char_vector(text: str) -> list[float]:
+    """A deterministic stand-in for an embedding: counts of each letter and digit."""
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    low = text.lower()
+    return [float(low.count(c)) for c in alphabet]
+
+
 def rubric_reply(system: str, user: str) -> dict[str, Any]:
     """What a rubric prompt asks for, read from its "Answer in this shape" line or its schema."""
     if system.startswith("You are a careful evaluator"):  # metric trait: confusion buckets
@@ -129,6 +146,8 @@ class FakeLLM:
         self.templates: dict[str, str] = {}
         self.delay = 0.0
         self.rate_limited = 0
+        self.vectors: dict[str, list[float]] = {}
+        self.equivalent = "YES"
         self.log: list[dict[str, Any]] = []
         self.lock = threading.Lock()
         self._server: ThreadingHTTPServer | None = None
@@ -148,6 +167,8 @@ class FakeLLM:
         system = next((m["content"] for m in messages if m.get("role") == "system"), "")
         user = user_text(body)
         what = kind(body)
+        if what == "equivalence":
+            return self.equivalent
         if what == "generate":
             question = user.split("## Question\n", 1)[-1].split("\n\n## Reference answer", 1)[0]
             return self.templates.get(question, NOT_A_TEMPLATE)
@@ -202,6 +223,18 @@ class FakeLLM:
             def do_POST(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}")
+                if self.path.rstrip("/") == "/v1/embeddings":
+                    with fake.lock:
+                        fake.log.append(body)
+                    texts = body.get("input")
+                    texts = [texts] if isinstance(texts, str) else list(texts or [])
+                    data = [
+                        {"object": "embedding", "index": i, "embedding": fake.vectors.get(t) or char_vector(t)}
+                        for i, t in enumerate(texts)
+                    ]
+                    usage = {"prompt_tokens": PROMPT_TOKENS, "total_tokens": PROMPT_TOKENS}
+                    self._send(200, {"object": "list", "data": data, "model": body.get("model", ""), "usage": usage})
+                    return
                 if self.path.rstrip("/") != "/v1/chat/completions":
                     self._send(404, {"error": {"message": f"no route {self.path}"}})
                     return

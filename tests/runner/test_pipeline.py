@@ -27,6 +27,7 @@ from karenina_rdf.runner import (
     ModelSpec,
     RunOptions,
     Sandbox,
+    Scheduling,
     generate_templates,
     rescore,
     run_verification,
@@ -409,7 +410,8 @@ def test_results_are_visible_while_the_run_goes(sandbox: Sandbox) -> None:
         return extracting_judge(request)
 
     a, j = Fake("fake-a", answers_right), Fake("fake-j", judge)
-    opts = RunOptions(concurrency=1, run_id="live")
+    # q-capital first: generation order (Karenina's default, auto, would sort it after q-0..q-2).
+    opts = RunOptions(concurrency=1, run_id="live", scheduling=Scheduling(task_ordering="generation_order"))
     worker = threading.Thread(
         target=run_verification,
         args=(store, bench),

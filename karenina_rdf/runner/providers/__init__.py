@@ -2,7 +2,19 @@
 ``ChatResponse`` out): Anthropic, OpenAI-compatible, replay and recording, retries, the response
 cache, prices, and reading the JSON object of a judge's reply."""
 
-from ._base import ChatRequest, ChatResponse, Message, Provider, Usage, json_object, lax_bool, with_instructions
+from ._base import (
+    ChatRequest,
+    ChatResponse,
+    EmbeddingProvider,
+    EmbeddingRequest,
+    EmbeddingResponse,
+    Message,
+    Provider,
+    Usage,
+    json_object,
+    lax_bool,
+    with_instructions,
+)
 from ._cache import CachedProvider, ResponseCache
 from ._pricing import cost_usd
 from ._registry import FunctionProvider, provider_from_spec
@@ -14,6 +26,9 @@ __all__ = [
     "ChatRequest",
     "ChatResponse",
     "DEFAULT_BUDGETS",
+    "EmbeddingProvider",
+    "EmbeddingRequest",
+    "EmbeddingResponse",
     "FunctionProvider",
     "Message",
     "Provider",

@@ -105,6 +105,37 @@ class Provider(Protocol):
     def complete(self, request: ChatRequest) -> ChatResponse: ...
 
 
+class EmbeddingRequest(BaseModel):
+    """Texts to embed with one model (the embedding check). ``stage`` and ``label`` as in
+    :class:`ChatRequest`: what the call is for, for messages."""
+
+    model_config = ConfigDict(frozen=True)
+
+    model: str
+    texts: tuple[str, ...]
+    stage: str = "embedding_check"
+    label: str = ""
+
+
+class EmbeddingResponse(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    vectors: tuple[tuple[float, ...], ...]  # one per text, in the request's order
+    usage: Usage = Field(default_factory=Usage)
+    model: str
+
+
+@runtime_checkable
+class EmbeddingProvider(Protocol):
+    """Anything that embeds texts: the chat providers' interface for the embedding check (an
+    OpenAI-compatible ``/embeddings`` endpoint, or a function in tests). A chat provider that
+    can also embed says so with ``serves_embeddings``."""
+
+    interface: str
+
+    def embed(self, request: EmbeddingRequest) -> EmbeddingResponse: ...
+
+
 def json_object(text: str) -> dict[str, Any]:
     """The first JSON object in a reply: bare, fenced in markdown, or with prose around it.
     Raises ``ValueError`` saying what the reply held instead."""

@@ -24,7 +24,7 @@ import httpx
 
 from karenina_rdf._errors import ProviderError, VerificationError
 
-from ._base import ChatRequest, ChatResponse, Usage
+from ._base import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse, Usage
 from ._retry import call_context, redact, status_error
 
 API_KEY_ENV = "OPENAI_API_KEY"
@@ -87,6 +87,44 @@ class OpenAICompatibleProvider:
             raise ProviderError(
                 f"{where}: connection failed ({type(err).__name__}: {err})", category="connection", retryable=True
             ) from None
+
+    serves_embeddings = True  # the server's /embeddings (a server without one answers 404 there)
+
+    def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        """``POST {base_url}/embeddings`` (OpenAI's embeddings format), one vector per text; the
+        same failure categories as chat calls."""
+        where = f"{self.base_url} ({call_context(request)})"
+        try:
+            response = self._client.post(
+                f"{self.base_url}/embeddings", json={"model": request.model, "input": list(request.texts)}
+            )
+        except httpx.TimeoutException as err:
+            raise ProviderError(
+                f"{where}: timed out ({type(err).__name__})", category="timeout", retryable=True
+            ) from None
+        except httpx.TransportError as err:
+            raise ProviderError(
+                f"{where}: connection failed ({type(err).__name__}: {err})", category="connection", retryable=True
+            ) from None
+        if response.status_code >= 400:
+            detail = redact(f"{where}: HTTP {response.status_code}: {_error_text(response)}", self._key)
+            raise status_error(detail, response.status_code, response.headers)
+        try:
+            data = response.json()
+            rows = sorted(data["data"], key=lambda row: int(row.get("index", 0)))
+            vectors = tuple(tuple(float(x) for x in row["embedding"]) for row in rows)
+            if len(vectors) != len(request.texts):
+                raise ValueError(f"{len(vectors)} vectors for {len(request.texts)} texts")
+            usage = data.get("usage") or {}
+            tokens = Usage(input_tokens=int(usage.get("prompt_tokens") or 0))
+            model = str(data.get("model") or request.model)
+        except (ValueError, KeyError, IndexError, TypeError, AttributeError) as err:
+            snippet = redact(response.text[:200], self._key)
+            raise ProviderError(
+                f"{where}: unreadable embeddings reply ({type(err).__name__}: {err}): {snippet!r}",
+                category="unexpected_error",
+            ) from None
+        return EmbeddingResponse(vectors=vectors, usage=tokens, model=model)
 
     def _parse(self, response: httpx.Response, request: ChatRequest) -> ChatResponse:
         where = f"{self.base_url} ({call_context(request)})"

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from karenina_rdf._errors import VerificationError
 
-from ._base import ChatRequest, ChatResponse, Provider, Usage
+from ._base import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse, Provider, Usage
 from ._cache import CachedProvider, ResponseCache
 from ._openai import OpenAICompatibleProvider
 from ._pricing import PRICES_ENV, cost_usd, prices
@@ -88,9 +88,15 @@ class FunctionProvider:
     :class:`ChatResponse` is returned as it is; a raised ProviderError is a failed call. Thread
     safety is ``fn``'s."""
 
-    def __init__(self, fn: Callable[[ChatRequest], str | ChatResponse], interface: str = "fake") -> None:
+    def __init__(
+        self,
+        fn: Callable[[ChatRequest], str | ChatResponse],
+        interface: str = "fake",
+        embed_fn: Callable[[EmbeddingRequest], list[list[float]] | EmbeddingResponse] | None = None,
+    ) -> None:
         self.fn = fn
         self.interface = interface
+        self.embed_fn = embed_fn  # a fake embeddings model: one vector per text
 
     def __repr__(self) -> str:
         return f"FunctionProvider({getattr(self.fn, '__name__', self.fn)!r}, interface={self.interface!r})"
@@ -104,6 +110,19 @@ class FunctionProvider:
             output_tokens=estimate_tokens(answer),
         )
         return ChatResponse(text=answer, usage=usage, model=request.model)
+
+    @property
+    def serves_embeddings(self) -> bool:
+        return self.embed_fn is not None
+
+    def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        if self.embed_fn is None:
+            raise VerificationError(f"{self!r} serves no embeddings (give it an embed_fn)")
+        out = self.embed_fn(request)
+        if isinstance(out, EmbeddingResponse):
+            return out
+        usage = Usage(input_tokens=sum(estimate_tokens(t) for t in request.texts))
+        return EmbeddingResponse(vectors=tuple(tuple(map(float, v)) for v in out), usage=usage, model=request.model)
 
 
 def provider_from_spec(spec: str, *, base_url: str | None = None, api_key: str | None = None) -> tuple[Provider, str]:

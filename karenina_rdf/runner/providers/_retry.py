@@ -25,13 +25,15 @@ import logging
 import random
 import time
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from karenina_rdf._errors import ProviderError
+from karenina_rdf._errors import ProviderError, VerificationError
 
-from ._base import ChatRequest, ChatResponse, Provider
+from ._base import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse, Provider
+
+_R = TypeVar("_R")
 
 logger = logging.getLogger(__name__)
 
@@ -103,12 +105,29 @@ class RetryingProvider:
         self._rand = rand
 
     def complete(self, request: ChatRequest) -> ChatResponse:
+        response, calls, used = self._retrying(self.inner.complete, request)
+        # A cached inner answer made no call on its last try: keep its own count (0).
+        return response.model_copy(update={"attempts": calls - 1 + response.attempts, "retries": used})
+
+    @property
+    def serves_embeddings(self) -> bool:
+        return bool(getattr(self.inner, "serves_embeddings", False))
+
+    def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        """The inner provider's embeddings, with the same budgets (the embedding check's calls)."""
+        embed: Callable[[EmbeddingRequest], EmbeddingResponse] | None = getattr(self.inner, "embed", None)
+        if embed is None:
+            raise VerificationError(f"{self.inner!r} serves no embeddings")
+        response, _, _ = self._retrying(embed, request)
+        return response
+
+    def _retrying(self, call: Callable[[Any], _R], request: Any) -> tuple[_R, int, dict[str, int]]:
         used: dict[str, int] = {}
         calls = 0
         while True:
             calls += 1
             try:
-                response = self.inner.complete(request)
+                response = call(request)
             except ProviderError as err:
                 err.retries = dict(used)
                 if not err.retryable or err.category not in self.policy.attempts:
@@ -129,8 +148,7 @@ class RetryingProvider:
                 )
                 self._sleep(wait)
                 continue
-            # A cached inner answer made no call on its last try: keep its own count (0).
-            return response.model_copy(update={"attempts": calls - 1 + response.attempts, "retries": used})
+            return response, calls, used
 
 
 def status_error(detail: str, status: int, headers: Mapping[str, str]) -> ProviderError:
@@ -169,7 +187,7 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-def call_context(request: ChatRequest) -> str:
+def call_context(request: ChatRequest | EmbeddingRequest) -> str:
     """What a failed call was for, for error messages: model, stage and label when set."""
     parts = [f"model {request.model!r}"]
     if request.stage:

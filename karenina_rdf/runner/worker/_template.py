@@ -197,6 +197,8 @@ def verify(tpl: LoadedTemplate, parsed: dict[str, Any] | None, raw: str, questio
         "parsed_llm_response": {k: v for k, v in dumped.items() if k not in NOT_EXTRACTED},
         "template_verification_performed": True,
         "verify_result": bool(field_ok) and bool(regex["success"]),
+        # Not a result field: the pipeline's embedding check runs when exactly this is False.
+        "field_verification_result": bool(field_ok),
         "verify_granular_result": granular,
         "field_verification_error": field_error,
         "field_results": field_results,

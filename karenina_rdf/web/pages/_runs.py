@@ -760,6 +760,13 @@ _SHOWN = {"verifyResult", "rawLlmResponse", "parsedLlmResponse", "parsedGtRespon
 # The abstention and sufficiency checks: Karenina's four fields each, shown in their own section.
 CHECKS = (("abstention", "Abstention"), ("sufficiency", "Sufficiency"))
 _CHECK_FIELDS = {f"{c}{f}" for c, _ in CHECKS for f in ("CheckPerformed", "Detected", "OverrideApplied", "Reasoning")}
+# The embedding check's four fields, shown in the same section.
+_EMBEDDING_FIELDS = {
+    "embeddingCheckPerformed",
+    "embeddingSimilarityScore",
+    "embeddingOverrideApplied",
+    "embeddingModelUsed",
+}
 
 
 @dataclass(frozen=True)
@@ -867,7 +874,7 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
             for k, p in (("answering model", "parsedLlmResponse"), ("ground truth", "parsedGtResponse"))
             if p in facts
         },
-        facts={k: v for k, v in sorted(facts.items()) if k not in _SHOWN | _CHECK_FIELDS},
+        facts={k: v for k, v in sorted(facts.items()) if k not in _SHOWN | _CHECK_FIELDS | _EMBEDDING_FIELDS},
         parts=parts,
         deep_judgment=judged[0] if judged else None,
         deep_judgment_rubric=judged_traits[0] if judged_traits else None,
@@ -882,7 +889,23 @@ def result_view(store: Store, run: str, graph: ox.NamedNode, result: str) -> Res
             }
             for check, title in CHECKS
             if facts.get(f"{check}CheckPerformed") or facts.get(f"{check}Detected") is not None
-        ],
+        ]
+        + (
+            [
+                {
+                    "check": "embedding",
+                    "title": "Embedding",
+                    "performed": True,
+                    "detected": None,
+                    "reasoning": None,
+                    "score": facts.get("embeddingSimilarityScore"),
+                    "model": facts.get("embeddingModelUsed"),
+                    "override": facts.get("embeddingOverrideApplied"),
+                }
+            ]
+            if facts.get("embeddingCheckPerformed")
+            else []
+        ),
     )
 
 
