@@ -30,7 +30,7 @@ from karenina_rdf._errors import InvalidValueError, StoreError
 from karenina_rdf._store import Store
 from karenina_rdf.linked import Located, Site
 from karenina_rdf.linked._site import DCT, RDF_TYPE, VOID
-from karenina_rdf.rdf import DEFAULT_BASE_IRI, MODELS_GRAPH, PREFIXES, SCHEMA, term_value
+from karenina_rdf.rdf import DEFAULT_BASE_IRI, MODELS_GRAPH, PREFIXES, SCHEMA, solutions, term_value
 from karenina_rdf.sparql import SUFFIXES, serialize_graph
 from karenina_rdf.store import SOURCE
 
@@ -111,11 +111,20 @@ def publish(
         raise InvalidValueError("the store holds no benchmark to publish")
     chosen = list(dict.fromkeys(store.graph_of(ref)[0] for ref in refs))
     public = Store.memory(base_iri=base)
+    created = not target.exists()
     try:
         bench_iris, run_iris = _copy(store, public, chosen, runs)
         target.mkdir(parents=True, exist_ok=True)
         writer = _Writer(public, target, sparql_endpoint, progress)
         writer.write_all(bench_iris, run_iris)
+    except BaseException:
+        # No half-written site: the folder is left as it was found (new: removed; empty: emptied).
+        if target.is_dir():
+            for child in list(target.iterdir()) if not created else []:
+                shutil.rmtree(child) if child.is_dir() and not child.is_symlink() else child.unlink()
+            if created:
+                shutil.rmtree(target)
+        raise
     finally:
         public.close()
     files = [p for p in target.rglob("*") if p.is_file()]
@@ -146,9 +155,9 @@ def _copy(source: Store, public: Store, chosen: list[str], runs: bool) -> tuple[
         source.save(bench, buf)
         doc = read_json(buf.getvalue().encode("utf-8"), bench)
         # Where it came from, as the store recorded it (not its IRI under the old base).
-        origin = source.catalog.value(bench, SOURCE) or "checkpoint"
+        label = source.catalog.value(bench, SOURCE) or "checkpoint"
         # What was stored once passed the import's checks; they need not run twice.
-        bench_iris.append(public.import_checkpoint(doc, name=origin, validate=False).iri)
+        bench_iris.append(public.import_checkpoint(doc, name=label, validate=False).iri)
     run_iris: list[str] = []
     if not runs:
         return bench_iris, run_iris
@@ -161,9 +170,9 @@ def _copy(source: Store, public: Store, chosen: list[str], runs: bool) -> tuple[
             source.export_results(summary.iri, path)
             # A question id found in several published benchmarks: the run's own benchmark.
             mine = [b for b in chosen if b in summary.benchmarks]
-            bench = bench_iris[chosen.index(mine[0])] if len(mine) == 1 else None
+            its_bench = bench_iris[chosen.index(mine[0])] if len(mine) == 1 else None
             try:
-                done = public.import_results(path, run=summary.run_id, benchmark=bench)
+                done = public.import_results(path, run=summary.run_id, benchmark=its_bench)
             except StoreError as exc:
                 raise StoreError(f"run {summary.run_id}: {exc}") from None
             # The import records the file it read: the run's own source, not this temporary copy.
@@ -325,9 +334,9 @@ class _Writer:
         seen: set[str] = set()
         for graph in graphs:
             names = [graph.value] if graph != MODELS_GRAPH else []
+            under = ox.Literal(self.base)
             found = self.store.oxigraph.query(
-                f"SELECT DISTINCT ?s WHERE {{ ?s ?p ?o FILTER(isIRI(?s) && STRSTARTS(STR(?s), {ox.Literal(self.base)})) }}"
-                " ORDER BY ?s",
+                f"SELECT DISTINCT ?s WHERE {{ ?s ?p ?o FILTER(isIRI(?s) && STRSTARTS(STR(?s), {under})) }} ORDER BY ?s",
                 default_graph=graph,
             )
             names += [term_value(row["s"]) for row in found]  # type: ignore[union-attr]
@@ -407,18 +416,21 @@ class _Writer:
             add(owner, RDF_TYPE, ox.NamedNode(DCAT + "Dataset"))
             add(owner, DCAT + "landingPage", ox.NamedNode(owner + "/"))
             for p in ("name", "description", "version", "dateCreated", "dateModified"):
-                for q in self.store.oxigraph.quads_for_pattern(ox.NamedNode(owner), ox.NamedNode(SCHEMA + p), None, graph):
+                node = ox.NamedNode(owner)
+                facts = self.store.oxigraph.quads_for_pattern(node, ox.NamedNode(SCHEMA + p), None, graph)
+                for q in facts:
                     key = {"name": "title", "dateCreated": "issued", "dateModified": "modified"}.get(p, p)
                     if isinstance(q.object, ox.Literal):
                         add(owner, (DCAT if key == "version" else DCT) + key, ox.Literal(q.object.value))
             if owner in bench_iris:
                 dist(owner, owner + "/checkpoint.jsonld", "application/ld+json", "Karenina checkpoint")
             else:
-                for b in self.store.oxigraph.query(
+                found = self.store.oxigraph.query(
                     "SELECT DISTINCT ?b WHERE { ?r ?p ?q . ?q <https://schema.org/isPartOf> ?b }",
                     default_graph=[graph, *(live[b] for b in bench_iris)],
-                ):
-                    b_iri = term_value(b["b"])  # type: ignore[index]
+                )
+                for b in solutions(found):
+                    b_iri = term_value(b["b"])
                     if b_iri in bench_iris:
                         add(owner, DCT + "references", ox.NamedNode(b_iri))
                 dist(owner, owner + "/results.json", "application/json", "Karenina results export")

@@ -181,6 +181,7 @@ class Pages:
         self.env.globals["formats"] = self.formats
         # Set by ``publish``: pages for a static site (no search or filter forms, which need this
         # server; the query page on the endpoint named, if any).
+        self._published: dict[str, str | None] | None = None
         self.env.globals["published"] = None
         self._memos: dict[tuple[str, str], tuple[int, float, Any]] = {}
         self._memo_lock = threading.Lock()
@@ -199,7 +200,7 @@ class Pages:
     def publishing(self, sparql_endpoint: str | None) -> None:
         """Render pages for ``publish``'s static site, whose query page (if any) sends queries to
         ``sparql_endpoint``."""
-        self.env.globals["published"] = {"sparql": sparql_endpoint}
+        self.env.globals["published"] = self._published = {"sparql": sparql_endpoint}
 
     # -- helpers ---------------------------------------------------------------------------
     def _memo(self, name: str, graph: ox.NamedNode, job: Callable[[], T]) -> T:
@@ -572,8 +573,8 @@ class Pages:
 
     def _query_page(self, initial: Mapping[str, str] | None = None, error: str | None = None) -> HTMLResponse:
         queries = named_query_views()
-        published = self.env.globals["published"]
-        endpoint = published["sparql"] if published else "/sparql"
+        published = self._published
+        endpoint = (published["sparql"] or "/sparql") if published else "/sparql"
         config = {
             "endpoint": endpoint,
             "prefixes": dict(PREFIXES),

@@ -1,0 +1,57 @@
+"""``karenina-rdf publish``: benchmarks as a static linked-data site (docs/publishing.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from karenina_rdf._errors import InvalidValueError
+from karenina_rdf.rdf import DEFAULT_BASE_IRI
+
+from ._common import BaseOpt, StoreOpt, _errors, _open, err, out
+
+commands = typer.Typer()
+
+
+@commands.command()
+def publish(
+    benchmarks: Annotated[
+        list[str] | None, typer.Argument(help="Benchmarks (id, IRI or name); every stored one when none is named.")
+    ] = None,
+    base: Annotated[
+        str, typer.Option("--base", help="The site's public address, under which every IRI is published.")
+    ] = ...,  # type: ignore[assignment]
+    output: Annotated[Path, typer.Option("--output", "-o", help="Folder to write the site into (empty or new).")] = ...,  # type: ignore[assignment]
+    sparql_endpoint: Annotated[
+        str | None,
+        typer.Option(help="SPARQL endpoint holding this data under --base: the site's query page sends queries there."),
+    ] = None,
+    runs: Annotated[bool, typer.Option(help="Publish the verification runs made on the benchmarks.")] = True,
+    store: StoreOpt = None,
+    base_iri: BaseOpt = None,
+) -> None:
+    """Write benchmarks as a static site any static host serves: pages, RDF, VoID, DCAT, sitemap, dumps."""
+    from karenina_rdf.web import publish as publish_site
+
+    with _errors(usage=(InvalidValueError,)):
+        s = _open(store, base_iri)
+        try:
+            public = base if base.endswith("/") else base + "/"
+            if s.base_iri != public:
+                local = " (the default base, for local use only)" if s.base_iri == DEFAULT_BASE_IRI else ""
+                err.print(
+                    f"note: the store mints IRIs under {escape(s.base_iri)}{local}; "
+                    f"every IRI is rewritten to {escape(public)} in what is published"
+                )
+            report = publish_site(s, benchmarks or [], base, output, sparql_endpoint=sparql_endpoint, runs=runs)
+        finally:
+            s.close()
+    for iri in report.skipped:
+        err.print(f"warning: {escape(iri)} is left out: no file name can hold its path")
+    out.print(
+        f"published {len(report.benchmarks)} benchmark(s), {len(report.runs)} run(s), {report.resources:,} resources "
+        f"({report.pages:,} pages, {report.files:,} files, {report.bytes / 1e6:.1f} MB) to {escape(report.out)}"
+    )
