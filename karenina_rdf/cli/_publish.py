@@ -9,7 +9,6 @@ import typer
 from rich.markup import escape
 
 from karenina_rdf._errors import InvalidValueError
-from karenina_rdf.rdf import DEFAULT_BASE_IRI
 
 from ._common import BaseOpt, StoreOpt, _errors, _open, err, out
 
@@ -39,14 +38,15 @@ def publish(
     with _errors(usage=(InvalidValueError,)):
         s = _open(store, base_iri)
         try:
-            public = base if base.endswith("/") else base + "/"
-            if s.base_iri != public:
-                local = " (the default base, for local use only)" if s.base_iri == DEFAULT_BASE_IRI else ""
-                err.print(
-                    f"note: the store mints IRIs under {escape(s.base_iri)}{local}; "
-                    f"every IRI is rewritten to {escape(public)} in what is published"
-                )
-            report = publish_site(s, benchmarks or [], base, output, sparql_endpoint=sparql_endpoint, runs=runs)
+            report = publish_site(
+                s,
+                benchmarks or [],
+                base,
+                output,
+                sparql_endpoint=sparql_endpoint,
+                runs=runs,
+                note=lambda text: err.print(f"note: {escape(text)}"),
+            )
         finally:
             s.close()
     for iri in report.skipped:

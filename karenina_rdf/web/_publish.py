@@ -94,13 +94,15 @@ def publish(
     sparql_endpoint: str | None = None,
     runs: bool = True,
     progress: Callable[[int, int], None] | None = None,
+    note: Callable[[str], None] | None = None,
 ) -> PublishReport:
     """Write ``benchmarks`` (ids, IRIs or names; every stored one when empty) and, with ``runs``,
     the runs on them as a static site in ``out`` under the public IRI ``base``.
 
     ``out`` must be empty or missing. ``sparql_endpoint`` names the SPARQL endpoint the site's
     query page sends queries to (one that holds this data under ``base``); without it the site
-    has no query page. ``progress(done, total)`` is called as resources are written."""
+    has no query page. ``progress(done, total)`` is called as resources are written; ``note``
+    is told, before anything is written, when the store's IRIs are rewritten to ``base``."""
     base = _check_base(base)
     sparql_endpoint = _check_endpoint(sparql_endpoint)
     target = Path(out)
@@ -110,6 +112,11 @@ def publish(
     if not refs:
         raise InvalidValueError("the store holds no benchmark to publish")
     chosen = list(dict.fromkeys(store.graph_of(ref)[0] for ref in refs))
+    if note is not None and store.base_iri != base:
+        local = " (the default base, for local use only)" if store.base_iri == DEFAULT_BASE_IRI else ""
+        note(
+            f"the store mints IRIs under {store.base_iri}{local}; every IRI is rewritten to {base} in what is published"
+        )
     public = Store.memory(base_iri=base)
     created = not target.exists()
     try:
