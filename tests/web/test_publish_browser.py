@@ -103,8 +103,6 @@ def test_published_page_loads_and_its_links_resolve(
         assert tab.locator("h1").first.inner_text().startswith(heading)
         assert tab.get_by_text(text, exact=False).first.is_visible()
         hrefs = tab.eval_on_selector_all("a[href], link[href]", HREFS)
-            "a[href], link[href]", "els => els.map(e => new URL(e.getAttribute('href'), document.baseURI).href)"
-        )
         internal = sorted({h.split("#")[0] for h in hrefs if h.startswith(origin + "/")})
         assert len(internal) > 3
         broken = [h for h in internal if context.request.get(h).status != 200]
