@@ -21,8 +21,11 @@ import tempfile
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 from urllib.parse import parse_qs, quote, unquote, urlsplit
 
+import anyio
+import httpx
 import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
@@ -266,9 +269,6 @@ class _Writer:
 
     # -- the site --------------------------------------------------------------------------
     def write_all(self, bench_iris: list[str], run_iris: list[str]) -> None:
-        from fastapi.testclient import TestClient
-
-        owners = [*bench_iris, *run_iris]
         resources = list(self._resources())
         self.html_rels = {self.rel_of(iri) for iri, _ in resources}
         self.html_rels |= {"runs", "compare"} | {"compare/" + quote(self._run_id(r), safe="") for r in run_iris}
@@ -276,42 +276,12 @@ class _Writer:
             self.html_rels.add("query")
         app = create_app(self.store, EndpointSettings(query_processes=False))
         app.state.pages.publishing(self.sparql)
-        with TestClient(app, base_url="http://publish.invalid") as client:
-
-            def render(url: str, rel: str) -> None:
-                """A page as served, its links into the site, and the pages of its tables."""
-                got = client.get(url, headers={"accept": "text/html"})
-                if got.status_code != 200:
-                    raise StoreError(f"publishing {url}: the page answered {got.status_code}: {got.text[:200]}")
-                self.put(rel + "/" if rel else "", self.fix_links(got.text).encode("utf-8"))
-                self.pages += 1
-                self.sitemap.append(self.base + (rel + "/" if rel else ""))
-                path = urlsplit(url).path
-                for n in sorted(set(self._paged(got.text, path)) - {1}):
-                    sep = "&" if "?" in url else "?"
-                    more = client.get(f"{url}{sep}page={n}", headers={"accept": "text/html"})
-                    self.put(f"{rel}/page-{n}.html", self.fix_links(more.text).encode("utf-8"))
-                    self.pages += 1
-
-            render("/", "")
-            render("/runs", "runs")
-            for run in run_iris:
-                run_id = self._run_id(run)
-                render("/compare?run=" + quote(run_id, safe=""), "compare/" + quote(run_id, safe=""))
-            if run_iris:
-                render("/compare", "compare")
-            if self.sparql:
-                render("/query", "query")
-            total = len(resources)
-            for done, (iri, where) in enumerate(resources, 1):
-                rel = self.rel_of(iri)
-                render(self.site.path_for(iri), rel)
-                triples = self.site.describe(where)
-                for fmt, suffix in RDF_SUFFIXES.items():
-                    self.put(rel + suffix, serialize_graph(triples, fmt, prefixes=PREFIXES) or b"")
-                self.resources += 1
-                if progress := self.progress:
-                    progress(done, total)
+        try:
+            # One event loop for every page: the app is called in process (no server, no socket).
+            anyio.run(self._render_all, app, resources, run_iris)
+        finally:
+            app.state.endpoint.close()
+        owners = [*bench_iris, *run_iris]
         for owner in owners:
             self._downloads(owner)
         self._static()
@@ -321,6 +291,47 @@ class _Writer:
         self._sitemaps()
         self._server_configs()
         (self.out / ".nojekyll").write_bytes(b"")  # GitHub Pages: serve .well-known and all as they are
+
+    async def _render_all(self, app: Any, resources: list[tuple[str, Located]], run_iris: list[str]) -> None:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://publish.invalid") as client:
+
+            async def render(url: str, rel: str) -> None:
+                """A page as served, its links into the site, and the pages of its tables."""
+                got = await client.get(url, headers={"accept": "text/html"})
+                if got.status_code != 200:
+                    raise StoreError(f"publishing {url}: the page answered {got.status_code}: {got.text[:200]}")
+                self.put(rel + "/" if rel else "", self.fix_links(got.text).encode("utf-8"))
+                self.pages += 1
+                self.sitemap.append(self.base + (rel + "/" if rel else ""))
+                path = urlsplit(url).path
+                for n in sorted(set(self._paged(got.text, path)) - {1}):
+                    sep = "&" if "?" in url else "?"
+                    more = await client.get(f"{url}{sep}page={n}", headers={"accept": "text/html"})
+                    if more.status_code != 200:
+                        raise StoreError(f"publishing {url} page {n}: the page answered {more.status_code}")
+                    self.put(f"{rel}/page-{n}.html", self.fix_links(more.text).encode("utf-8"))
+                    self.pages += 1
+
+            await render("/", "")
+            await render("/runs", "runs")
+            for run in run_iris:
+                run_id = self._run_id(run)
+                await render("/compare?run=" + quote(run_id, safe=""), "compare/" + quote(run_id, safe=""))
+            if run_iris:
+                await render("/compare", "compare")
+            if self.sparql:
+                await render("/query", "query")
+            total = len(resources)
+            for done, (iri, where) in enumerate(resources, 1):
+                rel = self.rel_of(iri)
+                await render(self.site.path_for(iri), rel)
+                triples = self.site.describe(where)
+                for fmt, suffix in RDF_SUFFIXES.items():
+                    self.put(rel + suffix, serialize_graph(triples, fmt, prefixes=PREFIXES) or b"")
+                self.resources += 1
+                if progress := self.progress:
+                    progress(done, total)
 
     def _paged(self, page: str, path: str) -> Iterator[int]:
         """The page numbers a page's pager links to on its own path."""
