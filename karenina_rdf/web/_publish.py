@@ -32,7 +32,6 @@ from pydantic import BaseModel, ConfigDict
 from karenina_rdf._errors import InvalidValueError, StoreError
 from karenina_rdf._store import Store
 from karenina_rdf.linked import Located, Site
-from karenina_rdf.linked._site import DCT, RDF_TYPE, VOID
 from karenina_rdf.rdf import DEFAULT_BASE_IRI, MODELS_GRAPH, PREFIXES, SCHEMA, solutions, term_value
 from karenina_rdf.sparql import SUFFIXES, serialize_graph
 from karenina_rdf.store import SOURCE
@@ -40,6 +39,9 @@ from karenina_rdf.store import SOURCE
 from ._app import STATIC, EndpointSettings, create_app
 
 DCAT = "http://www.w3.org/ns/dcat#"
+DCT = "http://purl.org/dc/terms/"
+VOID = "http://rdfs.org/ns/void#"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
 FOAF = "http://xmlns.com/foaf/0.1/"
 # The RDF files written beside each resource's page: the suffixes ``serve`` answers.
 RDF_SUFFIXES = {fmt: suffix for suffix, fmt in SUFFIXES.items() if fmt != "html"}
