@@ -49,8 +49,12 @@ def publish(
             )
         finally:
             s.close()
-    for iri in report.skipped:
-        err.print(f"warning: {escape(iri)} is left out: no file name can hold its path")
+    if report.moved:
+        err.print(
+            f"warning: {len(report.moved)} IRI(s) hold an id with '/' or dots only, which a static host cannot serve"
+            f" at the IRI itself; their pages and files are published under the id kept encoded, e.g. "
+            f"{escape(report.moved[0])}"
+        )
     out.print(
         f"published {len(report.benchmarks)} benchmark(s), {len(report.runs)} run(s), {report.resources:,} resources "
         f"({report.pages:,} pages, {report.files:,} files, {report.bytes / 1e6:.1f} MB) to {escape(report.out)}"

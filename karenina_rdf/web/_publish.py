@@ -71,7 +71,9 @@ class PublishReport(BaseModel):
     bytes: int
     rewritten_from: str | None  # the store's base, when it was not the public one
     default_base: bool  # the store's base was the local-only default
-    skipped: tuple[str, ...] = ()  # IRIs no file name can hold (an id that decodes to "..", "/")
+    # IRIs a static host cannot serve at themselves (an id holding "/", or dots only): their
+    # files are named with the segment still encoded, and the site's links lead there.
+    moved: tuple[str, ...] = ()
 
 
 def _check_base(base: str) -> str:
@@ -152,7 +154,7 @@ def publish(
         bytes=sum(p.stat().st_size for p in files),
         rewritten_from=old if old != base else None,
         default_base=old == DEFAULT_BASE_IRI and old != base,
-        skipped=tuple(writer.skipped),
+        moved=tuple(writer.moved),
     )
 
 
@@ -205,7 +207,7 @@ class _Writer:
     progress: Callable[[int, int], None] | None
     resources: int = 0
     pages: int = 0
-    skipped: list[str] = field(default_factory=list)
+    moved: list[str] = field(default_factory=list)
     html_rels: set[str] = field(default_factory=set)  # site paths (no leading /) that are pages
     sitemap: list[str] = field(default_factory=list)
 
@@ -216,20 +218,34 @@ class _Writer:
 
     # -- paths -----------------------------------------------------------------------------
     def file_for(self, rel: str) -> Path | None:
-        """The file a site path (after the base path, still percent-encoded) is served from, as
-        a static server maps it (each segment decoded); None when a segment cannot be a file name."""
-        parts = rel.split("/")
-        decoded = [unquote(p) for p in parts]
-        if any(p in (".", "..") or "/" in p or "\x00" in p for p in decoded):
+        """The file a site path (after the base path, as :meth:`served` gives it) is served from,
+        as a static server maps it: each segment decoded."""
+        decoded = [unquote(p) for p in rel.split("/")]
+        if any(p in ("", ".", "..") or "/" in p or "\x00" in p for p in decoded[:-1]):
             return None
-        if any(p == "" for p in decoded[:-1]):
+        if decoded[-1] in (".", "..") or "/" in decoded[-1] or "\x00" in decoded[-1]:
             return None
         if decoded[-1] == "":
             decoded[-1] = "index.html"
         return self.out.joinpath(*decoded)
 
+    @staticmethod
+    def _unservable(segment: str) -> bool:
+        """A segment a static server cannot map to a file of its own: it decodes to a ``/`` (an
+        id holding a slash, minted ``%2F``), a NUL, or to dots only (``.`` and ``..``, minted
+        ``%2E``), a suffix aside."""
+        decoded = unquote(segment)
+        stem = next((decoded[: -len(x)] for x in SUFFIXES if decoded.endswith(x)), decoded)
+        return "/" in decoded or "\x00" in decoded or (stem != "" and set(stem) == {"."})
+
+    def served(self, rel: str) -> str:
+        """Where a site path is served from: itself, but a segment no file can be named after
+        is kept encoded in the file's name (its ``%`` escaped in the URL), so its resource is
+        published under a URL other than its IRI."""
+        return "/".join(seg.replace("%", "%25") if self._unservable(seg) else seg for seg in rel.split("/"))
+
     def rel_of(self, iri: str) -> str:
-        return iri[len(self.base) :]
+        return self.served(iri[len(self.base) :])
 
     def put(self, rel: str, data: bytes) -> None:
         path = self.file_for(rel)
@@ -252,6 +268,7 @@ class _Writer:
         if rel == "compare":
             chosen = query.get("run", [])
             rel = "compare/" + quote(chosen[0], safe="") if len(chosen) == 1 else "compare"
+        rel = self.served(rel)
         if rel.endswith(".html") and rel[:-5] in self.html_rels:
             rel = rel[:-5]
         if rel in self.html_rels or rel == "":
@@ -273,7 +290,9 @@ class _Writer:
     def write_all(self, bench_iris: list[str], run_iris: list[str]) -> None:
         resources = list(self._resources())
         self.html_rels = {self.rel_of(iri) for iri, _ in resources}
-        self.html_rels |= {"runs", "compare"} | {"compare/" + quote(self._run_id(r), safe="") for r in run_iris}
+        self.html_rels |= {"runs", "compare"} | {
+            self.served("compare/" + quote(self._run_id(r), safe="")) for r in run_iris
+        }
         if self.sparql:
             self.html_rels.add("query")
         app = create_app(self.store, EndpointSettings(query_processes=False))
@@ -306,20 +325,26 @@ class _Writer:
                 self.put(rel + "/" if rel else "", self.fix_links(got.text).encode("utf-8"))
                 self.pages += 1
                 self.sitemap.append(self.base + (rel + "/" if rel else ""))
+                # A pager links to the first, previous, next and last pages: follow them all.
                 path = urlsplit(url).path
-                for n in sorted(set(self._paged(got.text, path)) - {1}):
+                done, todo = {1}, set(self._paged(got.text, path)) - {1}
+                while todo:
+                    n = min(todo)
+                    todo.discard(n)
+                    done.add(n)
                     sep = "&" if "?" in url else "?"
                     more = await client.get(f"{url}{sep}page={n}", headers={"accept": "text/html"})
                     if more.status_code != 200:
                         raise StoreError(f"publishing {url} page {n}: the page answered {more.status_code}")
                     self.put(f"{rel}/page-{n}.html", self.fix_links(more.text).encode("utf-8"))
                     self.pages += 1
+                    todo |= set(self._paged(more.text, path)) - done
 
             await render("/", "")
             await render("/runs", "runs")
             for run in run_iris:
                 run_id = self._run_id(run)
-                await render("/compare?run=" + quote(run_id, safe=""), "compare/" + quote(run_id, safe=""))
+                await render("/compare?run=" + quote(run_id, safe=""), self._compare_rel(run))
             if run_iris:
                 await render("/compare", "compare")
             if self.sparql:
@@ -344,6 +369,10 @@ class _Writer:
                     if n.isdigit():
                         yield int(n)
 
+    def _compare_rel(self, run: str) -> str:
+        """Where a run's comparison page is published."""
+        return self.served("compare/" + quote(self._run_id(run), safe=""))
+
     def _run_id(self, run: str) -> str:
         return unquote(run.rsplit("/", 1)[-1])
 
@@ -366,8 +395,9 @@ class _Writer:
                 seen.add(iri)
                 rel = self.rel_of(iri)
                 if not rel or self.file_for(rel + "/") is None:
-                    self.skipped.append(iri)
-                    continue
+                    continue  # the base itself, or a path with an empty segment: no page of its own
+                if rel != iri[len(self.base) :]:
+                    self.moved.append(iri)
                 where = self.site.locate(iri)
                 if where is not None and where.fmt is None and where.download is None:
                     yield iri, where
