@@ -19,6 +19,7 @@ import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -299,7 +300,9 @@ class _Writer:
         app.state.pages.publishing(self.sparql)
         try:
             # One event loop for every page: the app is called in process (no server, no socket).
-            anyio.run(self._render_all, app, resources, run_iris)
+            # On a thread of its own, as the caller may be running a loop (a notebook, Playwright).
+            with ThreadPoolExecutor(1) as pool:
+                pool.submit(anyio.run, self._render_all, app, resources, run_iris).result()
         finally:
             app.state.endpoint.close()
         owners = [*bench_iris, *run_iris]
