@@ -261,14 +261,15 @@ class Site:
         except ValueError:  # an update may have written anything there
             return 0
 
-    def void(self, *, endpoint: str, void_url: str, server: str) -> list[ox.Triple]:
+    def void(self, *, endpoint: str | None, void_url: str, server: str) -> list[ox.Triple]:
         """A VoID description: the store as a dataset, each benchmark a subset with its counts,
-        SPARQL endpoint, data dumps and class partitions."""
+        SPARQL endpoint (None: a published site without one), data dumps and class partitions."""
         root = ox.NamedNode(void_url + "#dataset")
         t = _Triples()
         t.add(root, RDF_TYPE, ox.NamedNode(VOID + "Dataset"))
         t.add(root, DCT + "title", ox.Literal("karenina-rdf benchmarks"))
-        t.add(root, VOID + "sparqlEndpoint", ox.NamedNode(endpoint))
+        if endpoint is not None:
+            t.add(root, VOID + "sparqlEndpoint", ox.NamedNode(endpoint))
         t.add(root, VOID + "uriSpace", ox.Literal(self.base + "benchmarks/"))
         for vocab in (SCHEMA, KAR.base):
             t.add(root, VOID + "vocabulary", ox.NamedNode(vocab))
@@ -285,7 +286,8 @@ class Site:
             if name is not None:
                 t.add(node, DCT + "title", ox.Literal(name))
             t.add(node, VOID + "triples", ox.Literal(count))
-            t.add(node, VOID + "sparqlEndpoint", ox.NamedNode(endpoint))
+            if endpoint is not None:
+                t.add(node, VOID + "sparqlEndpoint", ox.NamedNode(endpoint))
             t.add(node, VOID + "dataDump", ox.NamedNode(server + self.path_for(graph.value) + ".nt"))
             t.add(node, VOID + "dataDump", ox.NamedNode(server + self.path_for(bench) + "/checkpoint.jsonld"))
             t.add(node, VOID + "rootResource", node)

@@ -2,5 +2,6 @@
 dereferenceable, and the HTML pages (``pages/``). Imported only by code that serves."""
 
 from ._app import Endpoint, EndpointSettings, create_app, serve
+from ._publish import PublishReport, publish
 
-__all__ = ["Endpoint", "EndpointSettings", "create_app", "serve"]
+__all__ = ["Endpoint", "EndpointSettings", "PublishReport", "create_app", "publish", "serve"]

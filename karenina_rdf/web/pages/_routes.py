@@ -179,6 +179,10 @@ class Pages:
         self.env.filters["pretty"] = lambda v: json.dumps(v, indent=2, ensure_ascii=False)
         self.env.globals["outcomes"] = OUTCOMES
         self.env.globals["formats"] = self.formats
+        # Set by ``publish``: pages for a static site (no search or filter forms, which need this
+        # server; the query page on the endpoint named, if any).
+        self._published: dict[str, str | None] | None = None
+        self.env.globals["published"] = None
         self._memos: dict[tuple[str, str], tuple[int, float, Any]] = {}
         self._memo_lock = threading.Lock()
 
@@ -192,6 +196,11 @@ class Pages:
         ]
         for path, handler in routes:
             app.add_api_route(path, handler, methods=["GET", "HEAD"], include_in_schema=False)
+
+    def publishing(self, sparql_endpoint: str | None) -> None:
+        """Render pages for ``publish``'s static site, whose query page (if any) sends queries to
+        ``sparql_endpoint``."""
+        self.env.globals["published"] = self._published = {"sparql": sparql_endpoint}
 
     # -- helpers ---------------------------------------------------------------------------
     def _memo(self, name: str, graph: ox.NamedNode, job: Callable[[], T]) -> T:
@@ -564,8 +573,10 @@ class Pages:
 
     def _query_page(self, initial: Mapping[str, str] | None = None, error: str | None = None) -> HTMLResponse:
         queries = named_query_views()
+        published = self._published
+        endpoint = (published["sparql"] or "/sparql") if published else "/sparql"
         config = {
-            "endpoint": "/sparql",
+            "endpoint": endpoint,
             "prefixes": dict(PREFIXES),
             "completionPrefixes": {**_COMMON_PREFIXES, **PREFIXES},
             "defaultQuery": _DEFAULT_QUERY,
@@ -573,6 +584,8 @@ class Pages:
             "queries": {q["name"]: {"title": q["title"], "text": q["text"]} for q in queries},
         }
         service = [{"type": "text/turtle", "href": "/sparql?format=turtle", "label": "Service description"}]
+        if published:
+            service = []
         return self._render(
             "query.html",
             status=400 if error else 200,
@@ -580,6 +593,7 @@ class Pages:
             title="SPARQL",
             config=config,
             queries=queries,
+            endpoint=endpoint,
             error=error,
             alternates=service,
         )
