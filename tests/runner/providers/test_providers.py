@@ -472,6 +472,22 @@ def test_embeddings_are_recorded_and_replayed(tmp_path: Path) -> None:
     assert not ReplayProvider(chat_only).serves_embeddings
 
 
+def test_run_transport_records_and_replays_the_embedder(tmp_path: Path) -> None:
+    """``verify --record`` records the embedding check's calls and ``--replay`` answers them."""
+    from karenina_rdf.runner._models import Transport
+    from karenina_rdf.runner.providers import EmbeddingRequest
+
+    path = tmp_path / "calls.jsonl"
+    recording = Transport(record=path, base_url="http://127.0.0.1:9/v1").embedder()
+    assert isinstance(recording, Recorder) and recording.path == path
+    recording.close()
+    one = EmbeddingRequest(model="emb-1", texts=("a", "b"))
+    with Recorder(FunctionProvider(echo, embed_fn=lambda r: [[1.0, 0.0], [0.0, 1.0]]), path) as recorder:
+        recorder.embed(one)
+    replayed = Transport(replay=path).embedder()
+    assert replayed.embed(one).vectors == ((1.0, 0.0), (0.0, 1.0))
+
+
 def test_replay_file_errors(tmp_path: Path) -> None:
     with pytest.raises(VerificationError, match="cannot read recordings"):
         ReplayProvider(tmp_path / "missing.jsonl")
