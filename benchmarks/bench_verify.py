@@ -11,11 +11,18 @@ the replay provider, against a plain in-process loop doing the same grading in t
    up, the same JSON parsed, each template exec'd once and its ``verify()`` called directly;
    no sandbox, no threads, no store.
 
+With ``--all-stages`` one invocation also measures, right after the template_only replay run and
+on the same tasks, a replay run with every non-agentic stage on: mode template_and_rubric (the
+generated global rubric plus two dynamic rubric traits, one LLM and one regex, as Karenina
+writes them), abstention and sufficiency checks, template deep judgment (mode full), rubric deep
+judgment (enable_all) and the embedding check (a fake embedder, recorded and replayed like the
+chat calls). Its judge answers each stage's request as tests/helpers/fake_llm_server.py does.
+
 The per-stage breakdown is the pipeline's own timers summed over tasks (threads overlap, so the
 stage sums exceed the wall time when concurrency > 1), divided by the task count.
 
     python benchmarks/bench_verify.py [--questions 500] [--answerers 2] [--judges 2]
-        [--replicates 5] [--concurrency 4] [--workdir DIR] [--out results.md]
+        [--replicates 5] [--concurrency 4] [--all-stages] [--workdir DIR] [--out results.md]
 """
 
 from __future__ import annotations
@@ -95,6 +102,111 @@ def fake_judge() -> FunctionProvider:
     return FunctionProvider(parse, interface="claude_tool")
 
 
+# Two dynamic rubric traits as Karenina writes them (GlobalDynamicRubricTrait ratings, copied from
+# a checkpoint Karenina saved): the presence check runs for both, then the present ones are scored.
+DYNAMIC_RATINGS: list[dict[str, Any]] = [
+    {
+        "@type": "Rating",
+        "name": "explains_mechanism",
+        "description": "Explains the mechanism",
+        "bestRating": 5.0,
+        "worstRating": 1.0,
+        "additionalType": "karenina:GlobalDynamicRubricTrait",
+        "additionalProperty": [
+            {"@type": "PropertyValue", "name": "deep_judgment_enabled", "value": False},
+            {"@type": "PropertyValue", "name": "deep_judgment_excerpt_enabled", "value": True},
+            {"@type": "PropertyValue", "name": "deep_judgment_search_enabled", "value": False},
+            {"@type": "PropertyValue", "name": "higher_is_better", "value": True},
+            {"@type": "PropertyValue", "name": "summary", "value": "Mechanism"},
+            {"@type": "PropertyValue", "name": "min_score", "value": 1},
+            {"@type": "PropertyValue", "name": "max_score", "value": 5},
+            {"@type": "PropertyValue", "name": "dynamic_trait_type", "value": "llm"},
+        ],
+    },
+    {
+        "@type": "Rating",
+        "name": "mentions_literature",
+        "description": "Mentions the literature",
+        "bestRating": 1.0,
+        "worstRating": 0.0,
+        "additionalType": "karenina:GlobalDynamicRubricTrait",
+        "additionalProperty": [
+            {"@type": "PropertyValue", "name": "pattern", "value": "literature"},
+            {"@type": "PropertyValue", "name": "case_sensitive", "value": True},
+            {"@type": "PropertyValue", "name": "invert_result", "value": False},
+            {"@type": "PropertyValue", "name": "higher_is_better", "value": True},
+            {"@type": "PropertyValue", "name": "summary", "value": "Literature"},
+            {"@type": "PropertyValue", "name": "dynamic_trait_type", "value": "regex"},
+        ],
+    },
+]
+
+
+def _fake_server() -> Any:
+    """tests/helpers/fake_llm_server.FakeLLM (its replies only, no server): it recognises every
+    stage's request by its system prompt."""
+    root = str(HERE.parent)
+    if root not in sys.path:
+        sys.path.insert(0, root)
+    from tests.helpers.fake_llm_server import FakeLLM, char_vector
+
+    return FakeLLM(), char_vector
+
+
+def all_stages_judge() -> FunctionProvider:
+    """Parsing as :func:`fake_judge` (half the answers wrong); every other stage as the fake
+    server answers it; embeddings are letter-and-digit counts."""
+    from karenina_rdf.runner.providers._base import EmbeddingResponse
+
+    server, char_vector = _fake_server()
+
+    def reply(request: ChatRequest) -> str:
+        user = request.messages[-1].content
+        # With deep judgment the judge parses its own reasoning, so the reasoning repeats the
+        # response's answer and parsing reads it from wherever it is in the prompt.
+        value = re.search(r'ANSWER: ([^"\n\\]*)', user)
+        mentions = "MENTIONS: yes" in user
+        if request.stage == "deep_judgment_reasoning":
+            attrs = re.findall(r"^- (\w+): ", request.messages[0].content, re.M)
+            answer = value.group(1) if value else ""
+            said = f"the response says ANSWER: {answer}\nMENTIONS: {'yes' if mentions else 'no'}"
+            return json.dumps({a: said for a in attrs})
+        if request.stage == "parsing":
+            out: dict[str, Any] = {}
+            for name, prop in (request.json_schema or {}).get("properties", {}).items():
+                if prop.get("type") == "boolean":
+                    out[name] = mentions
+                elif name == "rationale":
+                    out[name] = "mechanism"
+                else:
+                    out[name] = value.group(1) if value else ""
+            return "```json\n" + json.dumps(out) + "\n```"
+        body = {"messages": [{"role": m.role, "content": m.content} for m in request.messages]}
+        return server.reply(body)
+
+    def embed(request: Any) -> EmbeddingResponse:
+        return EmbeddingResponse(vectors=tuple(tuple(char_vector(t)) for t in request.texts), model=request.model)
+
+    return FunctionProvider(reply, interface="claude_tool", embed_fn=embed)
+
+
+def all_stages_options(opts: RunOptions) -> RunOptions:
+    from karenina_rdf.runner._config import DeepJudgmentConfig
+    from karenina_rdf.runner._embedding import EmbeddingCheckConfig
+    from karenina_rdf.runner.rubric._deep_judgment import RubricDeepJudgmentConfig
+
+    return opts.model_copy(
+        update={
+            "mode": "template_and_rubric",
+            "abstention_enabled": True,
+            "sufficiency_enabled": True,
+            "deep_judgment": DeepJudgmentConfig(mode="full"),
+            "deep_judgment_rubric": RubricDeepJudgmentConfig(mode="enable_all"),
+            "embedding_check": EmbeddingCheckConfig(enabled=True),
+        }
+    )
+
+
 def models(provider_for: Any, answerers: int, judges: int) -> tuple[list[ModelSpec], list[ModelSpec]]:
     a = [
         ModelSpec(provider_for("a", i), f"fake-answerer-{i}", "claude_tool", spec=f"anthropic:fake-answerer-{i}")
@@ -146,6 +258,49 @@ def baseline(
     return time.perf_counter() - t0, n
 
 
+def record(
+    path: Path, recordings: Path, expected: dict[str, str], judge: FunctionProvider, args: Any, opts: RunOptions
+) -> tuple[float, Any]:
+    """The untimed recording pass: fake models behind Recorders, an in-memory store."""
+    rec_store = Store.memory()
+    bench = rec_store.import_checkpoint(path).benchmark_id
+
+    def live(kind: str, i: int) -> Any:
+        return Recorder(fake_answerer(expected, i) if kind == "a" else judge, recordings)
+
+    a, j = models(live, args.answerers, args.judges)
+    embedder = Recorder(judge, recordings) if opts.embedding_check.enabled else None
+    t0 = time.perf_counter()
+    recorded = run_verification(rec_store, bench, judges=j, answerers=a, options=opts, embedder=embedder)
+    record_s = time.perf_counter() - t0
+    rec_store.close()
+    return record_s, recorded
+
+
+def replay_run(where: Path, path: Path, recordings: Path, args: Any, opts: RunOptions) -> tuple[float, Any, Any]:
+    """The timed run: every call replayed, templates in the sandbox, results to an on-disk store."""
+    store = Store(where)
+    bench = store.import_checkpoint(path).benchmark_id
+    replay = ReplayProvider(recordings, interface="claude_tool")
+    a, j = models(lambda kind, i: replay, args.answerers, args.judges)
+    opts = opts.model_copy(update={"run_id": "replay"})
+    embedder = replay if opts.embedding_check.enabled else None
+    t0 = time.perf_counter()
+    with Sandbox(workers=2) as sandbox:
+        report = run_verification(store, bench, judges=j, answerers=a, options=opts, sandbox=sandbox, embedder=embedder)
+    run_s = time.perf_counter() - t0
+    stored = store.runs()
+    store.close()
+    return run_s, report, stored
+
+
+def stage_table(report: Any) -> list[str]:
+    lines = ["| stage (summed over threads) | total s | per task ms |", "|---|---:|---:|"]
+    for stage, seconds in sorted(report.timings.items(), key=lambda kv: -kv[1]):
+        lines.append(f"| {stage} | {seconds:.2f} | {seconds / report.tasks * 1e3:.3f} |")
+    return lines
+
+
 def _finished(q: dict[str, Any]) -> bool:
     return any(p.get("name") == "finished" and p.get("value") is True for p in q.get("additionalProperty", []))
 
@@ -157,6 +312,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--judges", type=int, default=2)
     parser.add_argument("--replicates", type=int, default=5)
     parser.add_argument("--concurrency", type=int, default=4)
+    parser.add_argument("--all-stages", action="store_true", help="also time a run with every stage on")
     parser.add_argument("--workdir", type=Path)
     parser.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
@@ -172,32 +328,20 @@ def main(argv: list[str] | None = None) -> int:
     recordings = work / "recordings.jsonl"
 
     # 2. recording pass, in memory
-    rec_store = Store.memory()
-    bench = rec_store.import_checkpoint(path).benchmark_id
-    judge = fake_judge()
-
-    def live(kind: str, i: int) -> Any:
-        return Recorder(fake_answerer(expected, i) if kind == "a" else judge, recordings)
-
-    a, j = models(live, args.answerers, args.judges)
     opts = RunOptions(mode="template_only", replicates=args.replicates, concurrency=args.concurrency, run_id="record")
-    t0 = time.perf_counter()
-    recorded = run_verification(rec_store, bench, judges=j, answerers=a, options=opts)
-    record_s = time.perf_counter() - t0
-    rec_store.close()
+    record_s, recorded = record(path, recordings, expected, fake_judge(), args, opts)
+    if args.all_stages:
+        all_path = work / "bench-all.jsonld"
+        with_dynamic = dict(checkpoint, rating=[*checkpoint.get("rating", []), *DYNAMIC_RATINGS])
+        all_path.write_text(json.dumps(with_dynamic, ensure_ascii=False), encoding="utf-8")
+        all_recordings = work / "recordings-all.jsonl"
+        all_opts = all_stages_options(opts)
+        all_record_s, all_recorded = record(all_path, all_recordings, expected, all_stages_judge(), args, all_opts)
 
-    # 3. timed run, replay, on disk
-    store = Store(work / "store")
-    bench = store.import_checkpoint(path).benchmark_id
-    replay = ReplayProvider(recordings, interface="claude_tool")
-    a, j = models(lambda kind, i: replay, args.answerers, args.judges)
-    opts = opts.model_copy(update={"run_id": "replay"})
-    t0 = time.perf_counter()
-    with Sandbox(workers=2) as sandbox:
-        report = run_verification(store, bench, judges=j, answerers=a, options=opts, sandbox=sandbox)
-    run_s = time.perf_counter() - t0
-    stored = store.runs()
-    store.close()
+    # 3. timed run(s), replay, on disk; with --all-stages the second right after the first
+    run_s, report, stored = replay_run(work / "store", path, recordings, args, opts)
+    if args.all_stages:
+        all_s, all_report, all_stored = replay_run(work / "store-all", all_path, all_recordings, args, all_opts)
 
     # 4. baseline
     base_s, base_n = baseline(checkpoint, recordings, args.answerers, args.judges, args.replicates)
@@ -214,11 +358,21 @@ def main(argv: list[str] | None = None) -> int:
         f" = {base_s / max(base_n, 1) * 1e3:.3f} ms per task",
         f"ratio replay run / baseline: {run_s / base_s:.1f}×",
         "",
-        "| stage (summed over threads) | total s | per task ms |",
-        "|---|---:|---:|",
+        *stage_table(report),
     ]
-    for stage, seconds in sorted(report.timings.items(), key=lambda kv: -kv[1]):
-        lines.append(f"| {stage} | {seconds:.2f} | {seconds / tasks * 1e3:.3f} |")
+    if args.all_stages:
+        lines += [
+            "",
+            f"every stage on: {all_report.tasks} tasks (template_and_rubric; abstention, sufficiency, deep judgment"
+            " full, rubric deep judgment enable_all, embedding check, global rubric + 2 dynamic traits)",
+            f"recording pass (every stage): {all_record_s:.1f} s, {all_recorded.passed} passed",
+            f"**every-stage replay run: {all_s:.2f} s** = {all_s / all_report.tasks * 1e3:.2f} ms per task;"
+            f" {all_report.passed} passed, {all_report.failed} failed, abstained {all_report.abstained},"
+            f" insufficient {all_report.insufficient}; stored results: {sum(r.results for r in all_stored)}",
+            f"ratio every-stage / template_only replay run: {all_s / run_s:.2f}× (target ≤ 60 s)",
+            "",
+            *stage_table(all_report),
+        ]
     text = "\n".join(lines)
     print(text)
     if args.out:

@@ -106,11 +106,12 @@ class Transport:
 
     def embedder(self) -> Any:
         """The embedding check's embeddings provider: the OpenAI-compatible server of this run
-        (``base_url`` or ``$OPENAI_BASE_URL``), ``/embeddings``, with retries. Not cached or
-        recorded: a replayed run has no live endpoint to ask, and is refused."""
-        if self.replay is not None:
-            raise VerificationError("the embedding check needs a live embeddings endpoint: not with --replay")
-        from karenina_rdf.runner.providers import RetryingProvider, provider_from_spec
+        (``base_url`` or ``$OPENAI_BASE_URL``), ``/embeddings``, with retries; with ``record``
+        its calls are recorded, with ``replay`` answered from the recordings (not cached)."""
+        from karenina_rdf.runner.providers import Recorder, ReplayProvider, RetryingProvider, provider_from_spec
 
+        if self.replay is not None:
+            return ReplayProvider(self.replay)
         provider, _ = provider_from_spec("openai:embeddings", base_url=self.base_url)
-        return RetryingProvider(provider)
+        retrying = RetryingProvider(provider)
+        return Recorder(retrying, self.record) if self.record is not None else retrying

@@ -108,3 +108,25 @@ def test_bad_embedding_switches_are_one_line_errors(
     assert r.exit_code == 2, r.output
     assert message in r.output and "Traceback" not in r.output
     assert fake.requests() == []
+
+
+def test_embedding_check_records_and_replays(setup: tuple[str, str, FakeLLM], tmp_path: Path) -> None:
+    """--record writes the embeddings calls with the chat calls; --replay, with the server
+    gone quiet, answers all of them and the embedding fields come out the same."""
+    store, bench, fake = setup
+    recordings = tmp_path / "calls.jsonl"
+    switches = ["--embedding-check", "--embedding-threshold", "0.5"]
+    r = verify(store, bench, fake.base_url, *switches, "--record", str(recordings))
+    assert r.exit_code == 0, r.output
+    live = rows(store, r.stdout)
+    stages = [json.loads(line)["stage"] for line in recordings.read_text(encoding="utf-8").splitlines()]
+    assert stages.count("embedding_check") == 2  # the embeddings call and the equivalence question
+    asked = len(fake.requests())
+    r = verify(store, bench, "http://127.0.0.1:9/v1", *switches, "--replay", str(recordings))
+    assert r.exit_code == 0, r.output
+    assert len(fake.requests()) == asked  # nothing went to the server
+    replayed = rows(store, r.stdout)
+    fields = ("embedding_check_performed", "embedding_similarity_score", "embedding_override_applied", "verify_result")
+    for qid in QUESTIONS:
+        assert [replayed[qid]["template"][f] for f in fields] == [live[qid]["template"][f] for f in fields], qid
+    assert replayed["q-near"]["template"]["embedding_override_applied"] is True

@@ -5,6 +5,10 @@ A recordings file is JSONL, one call a line::
     {"key": "<sha256>", "stage": "parsing", "label": "q1",
      "request": {<ChatRequest.normalised()>}, "response": {"text", "usage", "model"}}
 
+An embedding call (the embedding check) is a line of the same file whose ``request`` is
+``{"model", "texts"}`` and whose ``response`` is ``{"vectors", "usage", "model"}``; its key is
+:func:`embedding_key`, so a run with the embedding check replays like any other.
+
 ``key`` is :meth:`ChatRequest.key`, the hash of the normalised request, so line-end and
 trailing-blank differences in prompts do not miss. ``stage``/``label`` are for people reading
 the file. No API key, header or base URL is written: the request is the normalised one.
@@ -19,6 +23,7 @@ model, and gives the ``interface`` it records results under (e.g. ``"claude_tool
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
 import os
@@ -28,7 +33,7 @@ from typing import Any, ClassVar
 
 from karenina_rdf._errors import ProviderError, VerificationError
 
-from ._base import ChatRequest, ChatResponse, Provider, Usage
+from ._base import ChatRequest, ChatResponse, EmbeddingRequest, EmbeddingResponse, Provider, Usage
 from ._retry import call_context
 
 logger = logging.getLogger(__name__)
@@ -49,10 +54,42 @@ def recording(request: ChatRequest, response: ChatResponse) -> dict[str, Any]:
     }
 
 
+def embedding_key(request: EmbeddingRequest) -> str:
+    """SHA-256 (hex) of what decides an embedding: the model and the texts, in order."""
+    blob = json.dumps({"embed": request.model, "texts": list(request.texts)}, ensure_ascii=True, separators=(",", ":"))
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
+def embedding_recording(request: EmbeddingRequest, response: EmbeddingResponse) -> dict[str, Any]:
+    """One line of a recordings file for an embedding call."""
+    return {
+        "key": embedding_key(request),
+        "stage": request.stage,
+        "label": request.label,
+        "request": {"model": request.model, "texts": list(request.texts)},
+        "response": {
+            "vectors": [list(v) for v in response.vectors],
+            "usage": {"input_tokens": response.usage.input_tokens, "output_tokens": response.usage.output_tokens},
+            "model": response.model,
+        },
+    }
+
+
 def read_recordings(path: Path) -> dict[str, ChatResponse]:
-    """Key -> recorded response (``cached=True``, no calls made). The first line of a key wins.
-    A last line without its newline (a run cut short) is skipped; any other bad line is an error."""
+    """Key -> recorded chat response (``cached=True``, no calls made)."""
+    return _read_all(path)[0]
+
+
+def read_embedding_recordings(path: Path) -> dict[str, EmbeddingResponse]:
+    """Key -> recorded embedding response."""
+    return _read_all(path)[1]
+
+
+def _read_all(path: Path) -> tuple[dict[str, ChatResponse], dict[str, EmbeddingResponse]]:
+    """The first line of a key wins. A last line without its newline (a run cut short) is
+    skipped; any other bad line is an error."""
     out: dict[str, ChatResponse] = {}
+    embeddings: dict[str, EmbeddingResponse] = {}
     try:
         raw = path.read_text(encoding="utf-8")
     except OSError as err:
@@ -65,6 +102,18 @@ def read_recordings(path: Path) -> dict[str, ChatResponse]:
             entry = json.loads(line)
             reply = entry["response"]
             usage = reply.get("usage") or {}
+            if "vectors" in reply:  # an embedding call
+                embeddings.setdefault(
+                    str(entry["key"]),
+                    EmbeddingResponse(
+                        vectors=tuple(tuple(float(x) for x in v) for v in reply["vectors"]),
+                        usage=Usage(
+                            input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0)
+                        ),
+                        model=reply.get("model") or entry.get("request", {}).get("model", ""),
+                    ),
+                )
+                continue
             response = ChatResponse(
                 text=reply["text"],
                 usage=Usage(input_tokens=usage.get("input_tokens", 0), output_tokens=usage.get("output_tokens", 0)),
@@ -79,7 +128,7 @@ def read_recordings(path: Path) -> dict[str, ChatResponse]:
                 continue
             raise VerificationError(f"{path}:{number}: not a recording ({type(err).__name__}: {err})") from err
         out.setdefault(key, response)
-    return out
+    return out, embeddings
 
 
 class ReplayProvider:
@@ -89,7 +138,7 @@ class ReplayProvider:
     def __init__(self, path: str | Path, interface: str = "replay") -> None:
         self.path = Path(path)
         self.interface = interface
-        self._responses = read_recordings(self.path)
+        self._responses, self._embeddings = _read_all(self.path)
 
     def __len__(self) -> int:
         return len(self._responses)
@@ -103,6 +152,20 @@ class ReplayProvider:
         if response is None:
             raise ProviderError(
                 f"no recording of request {key} ({call_context(request)}) in {self.path}",
+                category="unexpected_error",
+            )
+        return response
+
+    @property
+    def serves_embeddings(self) -> bool:
+        return bool(self._embeddings)
+
+    def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        key = embedding_key(request)
+        response = self._embeddings.get(key)
+        if response is None:
+            raise ProviderError(
+                f"no recording of embedding request {key} (model {request.model}, {request.label}) in {self.path}",
                 category="unexpected_error",
             )
         return response
@@ -154,7 +217,11 @@ class _Journal:
             if self._fd is None:
                 self.path.parent.mkdir(parents=True, exist_ok=True)
                 _drop_cut_short_line(self.path)
-                self.keys = set(read_recordings(self.path)) if self.path.exists() else set()
+                if self.path.exists():
+                    chats, embeddings = _read_all(self.path)
+                    self.keys = set(chats) | set(embeddings)
+                else:
+                    self.keys = set()
                 self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
             if key in self.keys:
                 return
@@ -216,4 +283,17 @@ class Recorder:
             raise VerificationError(f"{self!r} is closed")
         line = json.dumps(recording(request, response), ensure_ascii=False, sort_keys=True)
         self._journal.append(request.key(), line)
+        return response
+
+    @property
+    def serves_embeddings(self) -> bool:
+        return bool(getattr(self.inner, "serves_embeddings", False))
+
+    def embed(self, request: EmbeddingRequest) -> EmbeddingResponse:
+        """Embedding calls are recorded too (the embedding check), in the same file."""
+        response: EmbeddingResponse = self.inner.embed(request)  # type: ignore[attr-defined]
+        if self._journal is None:
+            raise VerificationError(f"{self!r} is closed")
+        line = json.dumps(embedding_recording(request, response), ensure_ascii=False, sort_keys=True)
+        self._journal.append(embedding_key(request), line)
         return response

@@ -430,6 +430,64 @@ def test_replay_miss_names_hash_stage_label_and_file(tmp_path: Path) -> None:
     assert caught.value.category == "unexpected_error" and not caught.value.retryable
 
 
+def test_embeddings_are_recorded_and_replayed(tmp_path: Path) -> None:
+    """The embedding check's calls go into the same recordings file as the chat calls (a run with
+    the check on replays without an embeddings model); keyed by model and texts, in order."""
+    from karenina_rdf.runner.providers import EmbeddingRequest
+
+    path = tmp_path / "calls.jsonl"
+    asked: list[tuple[str, ...]] = []
+
+    def embed(request: EmbeddingRequest) -> list[list[float]]:
+        asked.append(request.texts)
+        return [[float(len(t)), 1.0] for t in request.texts]
+
+    one = EmbeddingRequest(model="emb-1", texts=("Paris", "paris, France"), label="q1")
+    with Recorder(FunctionProvider(echo, interface="claude_tool", embed_fn=embed), path) as recorder:
+        assert recorder.serves_embeddings
+        first = recorder.embed(one)
+        recorder.embed(one)  # same key: recorded once
+        recorder.complete(req())
+    assert not Recorder(FunctionProvider(echo), path).serves_embeddings  # its model embeds nothing
+    lines = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert len(lines) == 2 and len(asked) == 2
+    assert lines[0]["request"] == {"model": "emb-1", "texts": ["Paris", "paris, France"]}
+    assert lines[0]["stage"] == "embedding_check" and lines[0]["label"] == "q1"
+    replay = ReplayProvider(path)
+    assert replay.serves_embeddings and len(replay) == 1  # len: chat recordings
+    again = replay.embed(EmbeddingRequest(model="emb-1", texts=("Paris", "paris, France"), label="other"))
+    assert again.vectors == first.vectors == ((5.0, 1.0), (13.0, 1.0)) and again.model == first.model
+    assert replay.complete(req()).text == echo(req())
+    # Another model, or the texts in another order, were not recorded.
+    for missing in (
+        EmbeddingRequest(model="emb-2", texts=one.texts),
+        EmbeddingRequest(model="emb-1", texts=one.texts[::-1]),
+    ):
+        with pytest.raises(ProviderError, match="no recording of embedding request") as caught:
+            replay.embed(missing)
+        assert caught.value.category == "unexpected_error" and str(path) in str(caught.value)
+    chat_only = tmp_path / "chat.jsonl"
+    with Recorder(FunctionProvider(echo), chat_only) as recorder:
+        recorder.complete(req())
+    assert not ReplayProvider(chat_only).serves_embeddings
+
+
+def test_run_transport_records_and_replays_the_embedder(tmp_path: Path) -> None:
+    """``verify --record`` records the embedding check's calls and ``--replay`` answers them."""
+    from karenina_rdf.runner._models import Transport
+    from karenina_rdf.runner.providers import EmbeddingRequest
+
+    path = tmp_path / "calls.jsonl"
+    recording = Transport(record=path, base_url="http://127.0.0.1:9/v1").embedder()
+    assert isinstance(recording, Recorder) and recording.path == path
+    recording.close()
+    one = EmbeddingRequest(model="emb-1", texts=("a", "b"))
+    with Recorder(FunctionProvider(echo, embed_fn=lambda r: [[1.0, 0.0], [0.0, 1.0]]), path) as recorder:
+        recorder.embed(one)
+    replayed = Transport(replay=path).embedder()
+    assert replayed.embed(one).vectors == ((1.0, 0.0), (0.0, 1.0))
+
+
 def test_replay_file_errors(tmp_path: Path) -> None:
     with pytest.raises(VerificationError, match="cannot read recordings"):
         ReplayProvider(tmp_path / "missing.jsonl")
