@@ -100,7 +100,9 @@ def parse(query: str) -> str:
     while out and out[-1] == "OR":
         out.pop()
     if not out:
-        raise SearchSyntaxError(f"nothing to search for in {query!r}: give at least one word")
+        # The query is echoed cut short: it comes from a stranger and may be megabytes long.
+        shown = repr(query) if len(query) <= 80 else repr(query[:80]) + f"… ({len(query):,} characters)"
+        raise SearchSyntaxError(f"nothing to search for in {shown}: give at least one word")
     return " ".join(out)
 
 

@@ -324,3 +324,10 @@ def test_search_questions_order_after_removals_and_additions(store: Store) -> No
     expected = [q["id"] for q in bench if "kinase" in q["question"].lower()]
     assert [q["id"] for q in bench.search_questions("kinase")] == expected
     assert len(expected) == 3
+
+
+def test_a_long_query_with_nothing_to_search_is_echoed_cut_short(store: Store) -> None:
+    with pytest.raises(InvalidValueError) as info:
+        store.search_text('"' * 100_000)
+    message = str(info.value)
+    assert len(message) < 200 and "(100,000 characters)" in message
