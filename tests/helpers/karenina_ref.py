@@ -110,3 +110,42 @@ def karenina(script: str, *args: str, cwd: Path | None = None, timeout: float = 
     if not lines:
         pytest.fail("Karenina's script printed nothing")
     return json.loads(lines[-1])
+
+
+# The judge Karenina's own pipeline talks to in the stage parity scripts: an OpenAI-compatible
+# chat server on 127.0.0.1 answering every call with what the script's ``reply(body)`` returns
+# (the request's JSON in, the message content out). A script defines ``reply`` first, then
+# includes this text; it gets ``url`` and ``model(name)``, a ModelConfig pointed at the server.
+FAKE_OPENAI_JUDGE = r"""
+import json as _json, threading as _threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from karenina.schemas.config import ModelConfig
+
+
+class Judge(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        body = _json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        out = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
+               "choices": [{"index": 0, "message": {"role": "assistant", "content": reply(body)},
+                            "finish_reason": "stop"}],
+               "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
+        data = _json.dumps(out).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Judge)
+_threading.Thread(target=server.serve_forever, daemon=True).start()
+url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+
+
+def model(name):
+    return ModelConfig(id=name, model_name=name, interface="openai_endpoint", endpoint_base_url=url,
+                       endpoint_api_key="k", temperature=0.0)
+"""

@@ -34,7 +34,7 @@ from karenina_rdf.runner import (
     run_verification,
 )
 from karenina_rdf.runner.providers import EmbeddingRequest
-from tests.helpers.karenina_ref import karenina
+from tests.helpers.karenina_ref import FAKE_OPENAI_JUDGE, karenina
 
 pytestmark = pytest.mark.slow  # template code in sandbox workers; Karenina in its own environment
 
@@ -88,9 +88,9 @@ FIELDS = [
     "parsed_llm_response",
 ]
 
-KARENINA_RUN = r"""
-import json, sys, threading, types
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+KARENINA_RUN = (
+    r"""
+import json, sys, types
 import numpy as np
 cases = json.loads(sys.argv[1])
 state = {"case": None, "embedded": [], "asked": []}
@@ -115,38 +115,20 @@ for name in ("sklearn", "sklearn.metrics", "sklearn.metrics.pairwise"):
     sys.modules[name] = types.ModuleType(name)
 sys.modules["sklearn.metrics.pairwise"].cosine_similarity = cosine_similarity
 
-class Judge(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        system = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "system")
-        if "semantic equivalence evaluator" in system:
-            state["asked"].append([m["content"] for m in body["messages"] if m["role"] == "user"][0])
-            content = state["case"]["equivalent"]
-        else:
-            content = state["case"]["parsed"]
-        out = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
-               "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                            "finish_reason": "stop"}],
-               "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
+def reply(body):
+    system = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "system")
+    if "semantic equivalence evaluator" in system:
+        state["asked"].append([m["content"] for m in body["messages"] if m["role"] == "user"][0])
+        content = state["case"]["equivalent"]
+    else:
+        content = state["case"]["parsed"]
+    return content
 
-server = ThreadingHTTPServer(("127.0.0.1", 0), Judge)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-from karenina.schemas.config import ModelConfig
+"""
+    + FAKE_OPENAI_JUDGE
+    + r"""
 from karenina.benchmark.verification.runner import run_single_model_verification
 from karenina.benchmark.verification.utils import embedding_check as ec
-
-def model(name):
-    return ModelConfig(id=name, model_name=name, interface="openai_endpoint", endpoint_base_url=url,
-                       endpoint_api_key="k", temperature=0.0)
 
 out = []
 for case in cases:
@@ -161,6 +143,7 @@ for case in cases:
     out.append({"result": r.model_dump(mode="json"), "embedded": state["embedded"], "asked": state["asked"]})
 print(json.dumps(out))
 """
+)
 
 
 @pytest.fixture(scope="module")

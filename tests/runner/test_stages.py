@@ -38,7 +38,7 @@ from karenina_rdf.runner import (
     run_verification,
 )
 from tests.conftest import CORPUS
-from tests.helpers.karenina_ref import karenina
+from tests.helpers.karenina_ref import FAKE_OPENAI_JUDGE, karenina
 
 pytestmark = pytest.mark.slow  # template code runs in sandbox workers; Karenina in its own environment
 
@@ -175,50 +175,31 @@ DJ_CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("dj: reasoning only", "reasoning_only", {"deep_judgment_reasoning": DJ_REASONING, "parsing": PARSED}),
 ]  # fmt: skip
 
-KARENINA_RUN = r"""
-import json, sys, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+KARENINA_RUN = (
+    r"""
+import json, sys
 cases = json.loads(sys.argv[1])
 state = {"replies": {}, "kind": None}
 
-class Judge(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
+def reply(body):
+    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    system = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "system")
+    if "excerpt extractor" in system:
+        state["kind"] = "DJ_EXCERPTS"
+    elif name:  # retries without a schema are for the last named kind
+        state["kind"] = "Answer__Relaxed" if name.startswith("Answer") else name
+    elif "DJ_REASONING" in state["replies"] and "reasoning" in system.lower():
+        state["kind"] = "DJ_REASONING"
+    content = state["replies"].get(state["kind"], "{}")
+    if isinstance(content, list):  # one reply per call, the last one repeated
+        content = content.pop(0) if len(content) > 1 else content[0]
+    return content
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-        system = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "system")
-        if "excerpt extractor" in system:
-            state["kind"] = "DJ_EXCERPTS"
-        elif name:  # retries without a schema are for the last named kind
-            state["kind"] = "Answer__Relaxed" if name.startswith("Answer") else name
-        elif "DJ_REASONING" in state["replies"] and "reasoning" in system.lower():
-            state["kind"] = "DJ_REASONING"
-        content = state["replies"].get(state["kind"], "{}")
-        if isinstance(content, list):  # one reply per call, the last one repeated
-            content = content.pop(0) if len(content) > 1 else content[0]
-        out = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
-               "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                            "finish_reason": "stop"}],
-               "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-server = ThreadingHTTPServer(("127.0.0.1", 0), Judge)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+"""
+    + FAKE_OPENAI_JUDGE
+    + r"""
 from karenina import Benchmark
-from karenina.schemas.config import ModelConfig
 from karenina.benchmark.verification.runner import run_single_model_verification
-
-def model(name):
-    return ModelConfig(id=name, model_name=name, interface="openai_endpoint", endpoint_base_url=url,
-                       endpoint_api_key="k", temperature=0.0)
 
 out = []
 for case in cases:
@@ -237,6 +218,7 @@ for case in cases:
     out.append(r.model_dump(mode="json"))
 print(json.dumps(out))
 """
+)
 
 
 @pytest.fixture(scope="module")

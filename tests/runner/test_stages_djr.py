@@ -32,7 +32,7 @@ from karenina_rdf.runner import (
     Sandbox,
     run_verification,
 )
-from tests.helpers.karenina_ref import karenina
+from tests.helpers.karenina_ref import FAKE_OPENAI_JUDGE, karenina
 from tests.runner.test_stages import CAPITAL, KARENINA_LOAD, QUESTION, REFERENCE
 
 pytestmark = pytest.mark.slow  # sandbox workers; Karenina in its own environment
@@ -106,9 +106,9 @@ CASES: list[tuple[str, list[RubricTrait], str, dict[str, Any], dict[str, Any]]] 
      {**ALL, "EXCERPTS:names_capital": INVENTED, "PARSING": json.dumps({"capital": "Zanzibar-City-77"})}),
 ]  # fmt: skip
 
-KARENINA_DJR = r"""
-import json, re, sys, threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+KARENINA_DJR = (
+    r"""
+import json, re, sys
 cases = json.loads(sys.argv[1])
 state = {"queues": {}, "kind": None}
 
@@ -127,40 +127,21 @@ def kind_of(body):
         return "REASONING"
     return state["kind"]  # a retry without a schema is for the last kind
 
-class Judge(BaseHTTPRequestHandler):
-    def log_message(self, *a):
-        pass
+def reply(body):
+    state["kind"] = kind = kind_of(body)
+    user = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "user")
+    trait = re.search(r"## Trait\n(.+)", user)
+    key = f"{kind}:{trait.group(1).strip()}" if trait else kind
+    queue = state["queues"].get(key) or state["queues"].get(kind) or ["{}"]
+    content = queue.pop(0) if len(queue) > 1 else queue[0]
+    return content
 
-    def do_POST(self):
-        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-        state["kind"] = kind = kind_of(body)
-        user = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "user")
-        trait = re.search(r"## Trait\n(.+)", user)
-        key = f"{kind}:{trait.group(1).strip()}" if trait else kind
-        queue = state["queues"].get(key) or state["queues"].get(kind) or ["{}"]
-        content = queue.pop(0) if len(queue) > 1 else queue[0]
-        out = {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"),
-               "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
-                            "finish_reason": "stop"}],
-               "usage": {"prompt_tokens": 5, "completion_tokens": 3, "total_tokens": 8}}
-        data = json.dumps(out).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-server = ThreadingHTTPServer(("127.0.0.1", 0), Judge)
-threading.Thread(target=server.serve_forever, daemon=True).start()
-url = f"http://127.0.0.1:{server.server_address[1]}/v1"
-from karenina.schemas.config import ModelConfig
+"""
+    + FAKE_OPENAI_JUDGE
+    + r"""
 from karenina.schemas.entities import LLMRubricTrait, RegexRubricTrait, Rubric
 from karenina.schemas.verification.config import DeepJudgmentRubricCustomConfig
 from karenina.benchmark.verification.runner import run_single_model_verification
-
-def model(name):
-    return ModelConfig(id=name, model_name=name, interface="openai_endpoint", endpoint_base_url=url,
-                       endpoint_api_key="k", temperature=0.0)
 
 out = []
 for case in cases:
@@ -180,6 +161,7 @@ for case in cases:
     out.append(r.model_dump(mode="json"))
 print(json.dumps(out))
 """
+)
 
 _SETTING = {  # our RubricDeepJudgmentConfig field -> Karenina's deep_judgment_rubric_* suffix
     "mode": "mode",
