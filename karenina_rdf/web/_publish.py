@@ -15,6 +15,7 @@ from __future__ import annotations
 import gzip
 import html
 import io
+import json
 import re
 import shutil
 import tempfile
@@ -32,12 +33,14 @@ from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import InvalidValueError, StoreError
 from karenina_rdf._store import Store
+from karenina_rdf.authoring import Benchmark
 from karenina_rdf.linked import Located, Site
 from karenina_rdf.rdf import DEFAULT_BASE_IRI, MODELS_GRAPH, PREFIXES, SCHEMA, solutions, term_value
 from karenina_rdf.sparql import SUFFIXES, serialize_graph
 from karenina_rdf.store import SOURCE
 
 from ._app import STATIC, EndpointSettings, create_app
+from ._croissant import CROISSANT, croissant, question_rows, result_rows, rubric_rows, script_tag
 
 DCAT = "http://www.w3.org/ns/dcat#"
 DCT = "http://purl.org/dc/terms/"
@@ -211,6 +214,7 @@ class _Writer:
     moved: list[str] = field(default_factory=list)
     html_rels: set[str] = field(default_factory=set)  # site paths (no leading /) that are pages
     sitemap: list[str] = field(default_factory=list)
+    croissants: list[str] = field(default_factory=list)  # URLs of the benchmarks' croissant.json
 
     def __post_init__(self) -> None:
         self.site = Site(self.store)
@@ -305,9 +309,11 @@ class _Writer:
                 pool.submit(anyio.run, self._render_all, app, resources, run_iris).result()
         finally:
             app.state.endpoint.close()
-        owners = [*bench_iris, *run_iris]
-        for owner in owners:
-            self._downloads(owner)
+        exports = {run: self._results_export(run) for run in run_iris}
+        for owner in [*bench_iris, *run_iris]:
+            self._downloads(owner, exports.get(owner))
+        for bench in bench_iris:
+            self._croissant(bench, exports)
         self._static()
         self._void(bench_iris)
         self._catalog(bench_iris, run_iris)
@@ -405,17 +411,48 @@ class _Writer:
                 if where is not None and where.fmt is None and where.download is None:
                     yield iri, where
 
-    def _downloads(self, owner: str) -> None:
+    def _results_export(self, run: str) -> str:
+        buf = io.StringIO()
+        self.store.export_results(run, buf, format="karenina-json")
+        return buf.getvalue()
+
+    def _downloads(self, owner: str, export: str | None) -> None:
         rel = self.rel_of(owner)
-        if owner in self.store.catalog.benchmarks():
+        if export is None:
             buf = io.StringIO()
             self.store.save(owner, buf)
             self.put(rel + "/checkpoint.jsonld", buf.getvalue().encode("utf-8"))
             return
-        for name, fmt in (("results.json", "karenina-json"), ("results.csv", "csv")):
-            buf = io.StringIO()
-            self.store.export_results(owner, buf, format=fmt)
-            self.put(f"{rel}/{name}", buf.getvalue().encode("utf-8"))
+        self.put(f"{rel}/results.json", export.encode("utf-8"))
+        buf = io.StringIO()
+        self.store.export_results(owner, buf, format="csv")
+        self.put(f"{rel}/results.csv", buf.getvalue().encode("utf-8"))
+
+    def _croissant(self, bench: str, exports: dict[str, str]) -> None:
+        """The benchmark as a Croissant dataset (``croissant.json`` and the files its record
+        sets read, beside its page), embedded in its page for dataset search engines."""
+        rel = self.rel_of(bench)
+        handle = Benchmark(self.store, bench)
+        info = handle.info()
+        questions = handle.question_views()
+        ids = {q.id for q in questions if q.id is not None}
+        results = [row for run in exports.values() for row in result_rows(json.loads(run), ids)]
+        url = self.base + rel + "/"
+        written = croissant(
+            url=url,
+            info=info,
+            questions=question_rows(questions),
+            global_rubric=rubric_rows(info.global_rubric),
+            results=results,
+            checkpoint_url=url + "checkpoint.jsonld",
+        )
+        for name, data in written.files.items():
+            self.put(f"{rel}/{name}", data)
+        self.croissants.append(url + "croissant.json")
+        page = self.file_for(rel + "/")
+        assert page is not None  # a benchmark always has its page (written by _render_all)
+        text = page.read_text(encoding="utf-8")
+        page.write_text(text.replace("</head>", script_tag(written.description) + "</head>", 1), encoding="utf-8")
 
     def _static(self) -> None:
         skip = None if self.sparql else shutil.ignore_patterns("yasgui", "query.js", "queries.js")
@@ -477,6 +514,10 @@ class _Writer:
                         add(owner, (DCAT if key == "version" else DCT) + key, ox.Literal(q.object.value))
             if owner in bench_iris:
                 dist(owner, owner + "/checkpoint.jsonld", "application/ld+json", "Karenina checkpoint")
+                # Where the page is published (an id holding "/" moves it): the file's real URL.
+                described = self.base + self.rel_of(owner) + "/croissant.json"
+                dist(owner, described, "application/ld+json", "Croissant (ML dataset description)")
+                add(described, DCT + "conformsTo", ox.NamedNode(CROISSANT))
             else:
                 found = self.store.oxigraph.query(
                     "SELECT DISTINCT ?b WHERE { ?r ?p ?q . ?q <https://schema.org/isPartOf> ?b }",

@@ -296,6 +296,11 @@ class Pages:
             {"label": "Benchmark graph (N-Triples)", "href": graph_path + ".nt", "type": "application/n-triples"},
         ]
         alternates = [*self.formats(path)[1:], {"type": "application/ld+json", "href": downloads[0]["href"]}]
+        if self._published is not None:
+            # ``publish`` writes the benchmark's Croissant description beside its page (web/_croissant.py).
+            downloads.append(
+                {"label": "Croissant (ML dataset)", "href": path + "/croissant.json", "type": "application/ld+json"}
+            )
         return self._render(
             "benchmark.html",
             nav="benchmarks",
