@@ -24,6 +24,7 @@ import hashlib
 import json
 from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 from karenina_rdf.checkpoint import TRAIT_FIELDS, RubricTrait
 
@@ -265,6 +266,7 @@ def croissant(
     global_rubric: list[dict[str, Any]],
     results: list[dict[str, Any]],
     checkpoint_url: str,
+    run_pages: dict[str, str],
 ) -> CroissantFiles:
     """The Croissant description of a benchmark published at ``url`` (its page, ending in "/"),
     and the data files its record sets read (named as in ``url``'s folder). ``info`` is the
@@ -347,6 +349,9 @@ def croissant(
     if info.date_modified:
         doc["dateModified"] = info.date_modified
     doc["isBasedOn"] = {"@id": checkpoint_url}
+    # The task the benchmark poses and the runs' evaluations (a vocabulary outside Croissant 1.1).
+    files["croissant-tasks.jsonld"] = tasks(url=url, name=name, results=results, run_pages=run_pages)
+    doc["subjectOf"] = {"@id": url + "croissant-tasks.jsonld#problem"}
     doc["distribution"] = distribution
     doc["recordSet"] = record_sets
     files["croissant.json"] = (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode("utf-8")
@@ -358,3 +363,91 @@ def script_tag(description: dict[str, Any]) -> str:
     escaped (so no ``</script>`` or ``<!--`` inside can end it), the JSON unchanged."""
     text = json.dumps(description, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
     return f'<script type="application/ld+json" id="croissant">{text}</script>\n'
+
+
+# -- Croissant Tasks ---------------------------------------------------------------------------
+# A vocabulary MLCommons drafts beside Croissant (github.com/mlcommons/croissant, tasks/: the
+# classes cr:TaskProblem, cr:TaskSolution, cr:EvaluationTask, cr:EvaluationResult and SHACL
+# shapes). It is in neither the Croissant 1.1 specification nor mlcroissant 1.1.1, so it is a
+# file of its own (``croissant-tasks.jsonld``), which croissant.json names as ``subjectOf``: the benchmark
+# is a problem (its questions the input, an answering LLM the implementation expected), and each
+# answering model of each published run a solution, evaluated by Karenina's verification.
+TASKS_CONTEXT = {
+    "cr": "http://mlcommons.org/croissant/",
+    "sc": "https://schema.org/",
+    "xsd": "http://www.w3.org/2001/XMLSchema#",
+}
+
+
+def evaluation_metrics(rows: list[dict[str, Any]]) -> list[tuple[str, int | str]]:
+    """The evaluation results of one answering model in one run, from its results rows:
+    how many results, template verifications and passes, and the pass rate (passes per
+    verification, four decimals; absent when nothing was verified)."""
+    verified = [r for r in rows if r["verified"]]
+    passed = sum(1 for r in verified if r["verified"] == "true")
+    out: list[tuple[str, int | str]] = [
+        ("results", len(rows)),
+        ("template verifications", len(verified)),
+        ("template passes", passed),
+    ]
+    if verified:
+        out.append(("template pass rate", f"{passed / len(verified):.4f}"))
+    return out
+
+
+def tasks(*, url: str, name: str, results: list[dict[str, Any]], run_pages: dict[str, str]) -> bytes:
+    """``croissant-tasks.jsonld`` of the benchmark published at ``url``: the problem it poses and, per run
+    (``run_pages``: run id to its page) and answering model, the solution and its evaluation."""
+    here = url + "croissant-tasks.jsonld"
+    problem = here + "#problem"
+    graph: list[dict[str, Any]] = [
+        {
+            "@id": problem,
+            "@type": "cr:TaskProblem",
+            "sc:name": f"Answer the questions of {name}",
+            # How answers are judged: in words. (An EvaluationSpec would say it, but the
+            # draft's shape for every Task wants an EvaluationTask there.)
+            "sc:description": (
+                "Answer each question of the benchmark in text. Karenina verifies an answer: a judge model"
+                " parses it into the question's answer template, whose verify() gives the verdict, and rubric"
+                " traits score it."
+            ),
+            "cr:input": {"@id": url, "@type": "sc:Dataset"},
+            "cr:implementation": {
+                "@type": "cr:ImplementationSpec",
+                "sc:description": "A language model (with its prompt and tools) that answers a question's text.",
+            },
+        }
+    ]
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for row in results:
+        groups.setdefault((row["run"], row["answering_model"]), []).append(row)
+    for (run, model), rows in sorted(groups.items()):
+        solution = here + "#" + quote(f"{run}/{model}", safe="")
+        evaluation: dict[str, Any] = {
+            "@type": "cr:EvaluationTask",
+            "sc:name": f"Run {run}: {model}",
+            "cr:evaluatedSolution": {"@id": solution},
+            "cr:evaluationResults": [
+                {
+                    "@type": "cr:EvaluationResult",
+                    "cr:metric": metric,
+                    "cr:value": value if isinstance(value, int) else {"@value": value, "@type": "xsd:decimal"},
+                }
+                for metric, value in evaluation_metrics(rows)
+            ],
+        }
+        if run in run_pages:
+            evaluation["sc:url"] = {"@id": run_pages[run]}
+        graph.append(
+            {
+                "@id": solution,
+                "@type": "cr:TaskSolution",
+                "sc:name": f"{model} in run {run}",
+                "sc:isBasedOn": {"@id": problem},
+                "cr:implementation": {"@type": "sc:SoftwareApplication", "sc:name": model},
+                "cr:evaluation": evaluation,
+            }
+        )
+    doc = {"@context": TASKS_CONTEXT, "@graph": graph}
+    return (json.dumps(doc, ensure_ascii=False, indent=2) + "\n").encode("utf-8")

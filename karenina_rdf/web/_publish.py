@@ -445,6 +445,7 @@ class _Writer:
             global_rubric=rubric_rows(info.global_rubric),
             results=results,
             checkpoint_url=url + "checkpoint.jsonld",
+            run_pages={self._run_id(r): self.base + self.rel_of(r) + "/" for r in exports},
         )
         for name, data in written.files.items():
             self.put(f"{rel}/{name}", data)
@@ -518,6 +519,8 @@ class _Writer:
                 described = self.base + self.rel_of(owner) + "/croissant.json"
                 dist(owner, described, "application/ld+json", "Croissant (ML dataset description)")
                 add(described, DCT + "conformsTo", ox.NamedNode(CROISSANT))
+                tasks = self.base + self.rel_of(owner) + "/croissant-tasks.jsonld"
+                dist(owner, tasks, "application/ld+json", "Croissant Tasks (the task and the runs' evaluations)")
             else:
                 found = self.store.oxigraph.query(
                     "SELECT DISTINCT ?b WHERE { ?r ?p ?q . ?q <https://schema.org/isPartOf> ?b }",

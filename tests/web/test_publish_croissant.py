@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.request
 from collections.abc import Iterator
+from decimal import Decimal
 from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
@@ -361,4 +362,93 @@ def test_report_counts_the_croissant_files(site: tuple[Path, dict[str, Path]]) -
         doc = json.loads(path.read_text(encoding="utf-8"))
         named = {fo["name"] for fo in doc["distribution"]}
         written = {p.name for p in path.parent.iterdir() if p.is_file()} - {"index.html", "checkpoint.jsonld"}
-        assert written == named | {"croissant.json"}, name
+        assert written == named | {"croissant.json", "croissant-tasks.jsonld"}, name
+
+
+# -- Croissant Tasks: the problem, and each run's evaluation of each answering model -----------
+TASKS = Path(__file__).parent / "croissant_tasks"  # MLCommons' ontology and shapes (README there)
+CR = "http://mlcommons.org/croissant/"
+
+
+def _tasks_graph(path: Path) -> rdflib.Graph:
+    return rdflib.Graph().parse(path, format="json-ld")
+
+
+def _shapes() -> rdflib.Graph:
+    """MLCommons' shapes, less the one pyshacl (0.40) refuses as ill-formed: TaskProblemShape's
+    "at least one of input, output, implementation is a Spec", a property shape with no
+    sh:path. That rule is checked by :data:`HAS_A_SPEC` instead."""
+    shapes = rdflib.Graph().parse(TASKS / "croissant-tasks-shapes.ttl")
+    sh = rdflib.Namespace("http://www.w3.org/ns/shacl#")
+    pathless = [(s, o) for s, o in shapes.subject_objects(sh.property) if shapes.value(o, sh.path) is None]
+    assert [str(s) for s, _ in pathless] == [CR + "TaskProblemShape"]  # that one, and no other
+    for s, o in pathless:
+        shapes.remove((s, sh.property, o))
+    return shapes
+
+
+HAS_A_SPEC = """
+PREFIX cr: <http://mlcommons.org/croissant/>
+ASK { ?p a cr:TaskProblem .
+      FILTER NOT EXISTS {
+        { ?p cr:input/a cr:InputSpec } UNION { ?p cr:output/a cr:OutputSpec }
+        UNION { ?p cr:implementation/a cr:ImplementationSpec } } }
+"""
+
+
+@pytest.mark.parametrize("name", sorted(RECORD_SETS))
+def test_tasks_conform_to_the_croissant_tasks_shapes(name: str, site: tuple[Path, dict[str, Path]]) -> None:
+    from pyshacl import validate
+
+    path = site[1][name].parent / "croissant-tasks.jsonld"
+    conforms, _, text = validate(
+        _tasks_graph(path),
+        shacl_graph=_shapes(),
+        ont_graph=rdflib.Graph().parse(TASKS / "croissant-tasks.ttl"),
+        inference="rdfs",
+    )
+    assert conforms, text
+    assert not _tasks_graph(path).query(HAS_A_SPEC).askAnswer  # the rule left out of the shapes
+    # croissant.json names the problem; the problem's input is the Croissant dataset.
+    doc = json.loads(site[1][name].read_text(encoding="utf-8"))
+    problem = doc["subjectOf"]["@id"]
+    g = _tasks_graph(path)
+    assert (rdflib.URIRef(problem), rdflib.RDF.type, rdflib.URIRef(CR + "TaskProblem")) in g
+    assert g.value(rdflib.URIRef(problem), rdflib.URIRef(CR + "input")) == rdflib.URIRef(doc["url"])
+
+
+EVALUATIONS = """
+PREFIX cr: <http://mlcommons.org/croissant/>
+PREFIX sc: <https://schema.org/>
+SELECT ?model ?run ?metric ?value WHERE {
+  ?solution a cr:TaskSolution ; cr:implementation/sc:name ?model ; cr:evaluation ?e .
+  ?e cr:evaluatedSolution ?solution ; sc:url ?run ; cr:evaluationResults [ cr:metric ?metric ; cr:value ?value ] .
+}
+"""
+
+
+@pytest.mark.parametrize("name", sorted(RECORD_SETS))
+def test_task_evaluations_count_karenina_results(name: str, site: tuple[Path, dict[str, Path]]) -> None:
+    """Per run and answering model: results, template verifications, passes and pass rate, as
+    counted in Karenina's results files; the evaluation names the run's published page."""
+    folder = site[0]
+    got = {}
+    for row in _tasks_graph(site[1][name].parent / "croissant-tasks.jsonld").query(EVALUATIONS):
+        run_page = str(row.run)  # type: ignore[union-attr]
+        assert run_page.startswith(BASE) and (folder / unquote(run_page[len(BASE) :]) / "index.html").is_file()
+        run = unquote(run_page.rstrip("/").rsplit("/", 1)[1])
+        got[(run, str(row.model), str(row.metric))] = row.value.toPython()  # type: ignore[union-attr]
+    expected: dict[tuple[str, str, str], Any] = {}
+    groups: dict[tuple[str, str], list[Any]] = {}
+    for r in _karenina_results(name):
+        groups.setdefault((r["run"], r["answering_model"]), []).append(r["verified"])
+    for (run, model), verdicts in groups.items():
+        verified = [v for v in verdicts if v]
+        passed = verified.count("true")
+        expected[(run, model, "results")] = len(verdicts)
+        expected[(run, model, "template verifications")] = len(verified)
+        expected[(run, model, "template passes")] = passed
+        if verified:
+            expected[(run, model, "template pass rate")] = round(Decimal(passed) / Decimal(len(verified)), 4)
+    assert got == expected
+    assert bool(got) == ("results" in RECORD_SETS[name])

@@ -298,9 +298,14 @@ class Pages:
         alternates = [*self.formats(path)[1:], {"type": "application/ld+json", "href": downloads[0]["href"]}]
         if self._published is not None:
             # ``publish`` writes the benchmark's Croissant description beside its page (web/_croissant.py).
-            downloads.append(
-                {"label": "Croissant (ML dataset)", "href": path + "/croissant.json", "type": "application/ld+json"}
-            )
+            downloads += [
+                {"label": "Croissant (ML dataset)", "href": path + "/croissant.json", "type": "application/ld+json"},
+                {
+                    "label": "Croissant Tasks (evaluations)",
+                    "href": path + "/croissant-tasks.jsonld",
+                    "type": "application/ld+json",
+                },
+            ]
         return self._render(
             "benchmark.html",
             nav="benchmarks",
