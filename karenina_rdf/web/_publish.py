@@ -214,7 +214,6 @@ class _Writer:
     moved: list[str] = field(default_factory=list)
     html_rels: set[str] = field(default_factory=set)  # site paths (no leading /) that are pages
     sitemap: list[str] = field(default_factory=list)
-    croissants: list[str] = field(default_factory=list)  # URLs of the benchmarks' croissant.json
 
     def __post_init__(self) -> None:
         self.site = Site(self.store)
@@ -312,8 +311,9 @@ class _Writer:
         exports = {run: self._results_export(run) for run in run_iris}
         for owner in [*bench_iris, *run_iris]:
             self._downloads(owner, exports.get(owner))
+        parsed = {run: json.loads(text) for run, text in exports.items()}
         for bench in bench_iris:
-            self._croissant(bench, exports)
+            self._croissant(bench, parsed)
         self._static()
         self._void(bench_iris)
         self._catalog(bench_iris, run_iris)
@@ -428,7 +428,7 @@ class _Writer:
         self.store.export_results(owner, buf, format="csv")
         self.put(f"{rel}/results.csv", buf.getvalue().encode("utf-8"))
 
-    def _croissant(self, bench: str, exports: dict[str, str]) -> None:
+    def _croissant(self, bench: str, exports: dict[str, Any]) -> None:
         """The benchmark as a Croissant dataset (``croissant.json`` and the files its record
         sets read, beside its page), embedded in its page for dataset search engines."""
         rel = self.rel_of(bench)
@@ -436,7 +436,7 @@ class _Writer:
         info = handle.info()
         questions = handle.question_views()
         ids = {q.id for q in questions if q.id is not None}
-        results = [row for run in exports.values() for row in result_rows(json.loads(run), ids)]
+        results = [row for export in exports.values() for row in result_rows(export, ids)]
         url = self.base + rel + "/"
         written = croissant(
             url=url,
@@ -449,11 +449,10 @@ class _Writer:
         )
         for name, data in written.files.items():
             self.put(f"{rel}/{name}", data)
-        self.croissants.append(url + "croissant.json")
         page = self.file_for(rel + "/")
-        assert page is not None  # a benchmark always has its page (written by _render_all)
-        text = page.read_text(encoding="utf-8")
-        page.write_text(text.replace("</head>", script_tag(written.description) + "</head>", 1), encoding="utf-8")
+        if page is not None and page.is_file():  # a benchmark's page (_render_all wrote it)
+            text = page.read_text(encoding="utf-8")
+            page.write_text(text.replace("</head>", script_tag(written.description) + "</head>", 1), encoding="utf-8")
 
     def _static(self) -> None:
         skip = None if self.sparql else shutil.ignore_patterns("yasgui", "query.js", "queries.js")

@@ -29,7 +29,7 @@ from rdflib.compare import isomorphic
 from karenina_rdf import Store
 from karenina_rdf.authoring import Benchmark
 from karenina_rdf.web import publish
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, ROOT
 from tests.helpers.karenina_ref import karenina
 from tests.helpers.servers import free_port
 from tests.web.test_publish import _source
@@ -452,3 +452,23 @@ def test_task_evaluations_count_karenina_results(name: str, site: tuple[Path, di
             expected[(run, model, "template pass rate")] = round(Decimal(passed) / Decimal(len(verified)), 4)
     assert got == expected
     assert bool(got) == ("results" in RECORD_SETS[name])
+
+
+@pytest.mark.slow  # a static HTTP server; mlcroissant reads the record sets
+def test_the_docs_example_loads_the_questions(served: dict[str, Path], source: Store) -> None:
+    """docs/publishing.md's Croissant example, run as written against the published examples
+    (its public base swapped for the static server's): it gets the stored questions."""
+    section = (ROOT / "docs" / "publishing.md").read_text(encoding="utf-8").split("## Croissant", 1)[1]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    page = json.loads(served["Pharmacology examples"].read_text(encoding="utf-8"))["url"]
+    base = page.split("benchmarks/", 1)[0]
+    assert BASE in code and page.replace(base, BASE) + "croissant.json" in code
+    scope: dict[str, Any] = {}
+    exec(compile(code.replace(BASE, base), "docs/publishing.md", "exec"), scope)
+    stored = _benchmark(source, "Pharmacology examples").question_views()
+    assert [q["id"].decode() for q in scope["questions"]] == [q.id for q in stored]
+    assert scope["questions"][0]["question"].decode() == stored[0].question
+    assert [t["name"] for ts in scope["rubric"].values() for t in ts] == [
+        t.name for t in stored[0].question_rubric or []
+    ]
+    assert len(scope["results"]) == 16  # the pharmacology run's results
