@@ -126,14 +126,13 @@ def test_rebase_moves_every_iri_and_keeps_everything(backend: tuple[str, Store])
     # New IRIs are minted under the new base, and the store says so when opened again.
     again = store.import_checkpoint(EXAMPLES / "pharmacology.jsonld")
     assert again.status == "unchanged" and again.iri.startswith(NEW)
-    store.close()
+    if store.remote is None:
+        store.close()  # one process opens an embedded store once; a server takes many clients
     with Store(location) as reopened:
         assert reopened.base_iri == NEW and _exports(reopened) == exports
+        assert reopened.rebase(NEW).quads == len(reopened.oxigraph)  # the same base again: nothing to do
     with pytest.raises(StoreError, match=re.escape(f"karenina-rdf rebase {old}")):
         Store(location, base_iri=old)
-    with Store(location) as store:  # the fixture's teardown cleans the server under the new base
-        store.rebase(NEW)  # the same base again: nothing to do
-        assert store.base_iri == NEW
 
 
 def _moved_iri(iri: str, old: str) -> str:
