@@ -73,6 +73,9 @@ _DELETE_BATCH = 20_000
 # shared graphs, or beside one other benchmark its size, or replaced by one its size.
 _REBUILD_RATIO = 1.25
 _REBUILD = ".rebuild"  # in the store folder: what stays, while the store is rebuilt without a graph
+# A rebase on a server is one request rewriting every quad; its time limit, per quad (about 7
+# times what an Oxigraph server took on a loaded machine).
+_REBASE_SECONDS_PER_QUAD = 0.005
 _BLOCK = 1 << 26  # bytes of N-Triples turned into N-Quads at a time
 # A generation graph's IRI after '{base}benchmarks/' or '{base}runs/' (docs/data-model.md §2).
 _GENERATION = re.compile(r"[^/]+/graph/[0-9a-f]{16}$")
@@ -419,7 +422,10 @@ class GraphStore:
         if new != old:
             rewriter = Rewriter(old, new)
             if self.remote is not None:
-                self._ox.update(rebase_update(old, new))
+                # One request rewrites every quad: 0.7 ms a quad on an Oxigraph server (measured,
+                # docs/performance.md § Rebase), so its time limit grows with the store.
+                limit = max(self.remote.timeout, _REBASE_SECONDS_PER_QUAD * len(self.remote))
+                self.remote.update(rebase_update(old, new), timeout=limit)
             elif self.path is not None:
                 self._rebuild_rebased(rewriter, self.path / _REBUILD)
             else:
