@@ -115,7 +115,7 @@ def main() -> None:
                 server.wait(timeout=30)
                 shutil.rmtree(folder, ignore_errors=True)
         base = row["import"]["s"]
-        for key, value in row.items():
+        for value in row.values():
             if isinstance(value, dict):
                 value["x_import"] = round(value["s"] / base, 2)
         print(json.dumps(row))

@@ -20,7 +20,8 @@ commands = typer.Typer()
 @commands.command()
 def rebase(
     new_base: Annotated[
-        str, typer.Argument(help="The new base: an absolute http(s) IRI ending in '/', e.g. https://bench.example.org/kb/.")
+        str,
+        typer.Argument(help="The new base: an absolute http(s) IRI ending in '/', e.g. https://bench.example.org/kb/."),
     ],
     store: StoreOpt = None,
 ) -> None:

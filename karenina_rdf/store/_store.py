@@ -55,8 +55,8 @@ from karenina_rdf.sparql import (
 )
 
 from ._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT, Catalog
-from ._rebase import Rewriter, check_new_base, rebase_update
 from ._loading import Sink, open_sink
+from ._rebase import Rewriter, check_new_base, rebase_update
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
 from ._text import TextSync, calls_text_functions
 
