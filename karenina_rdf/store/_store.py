@@ -395,14 +395,20 @@ class GraphStore:
                 self._dump_as_quads(g, out, folder)
             out.flush()
             os.fsync(out.fileno())
+        self._commit_rebuild(folder, keep)
+        self._finish_rebuild()
+
+    @staticmethod
+    def _commit_rebuild(folder: Path, graphs: Iterable[ox.NamedNode | ox.BlankNode]) -> None:
+        """Write the rebuild's manifest (the graphs it recreates, empty ones too): renamed into
+        place, it is the commit point."""
         manifest = folder / "manifest.json"
         tmp = folder / "manifest.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"graphs": [str(g) for g in keep]}, fh)
+            json.dump({"graphs": [str(g) for g in graphs]}, fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, manifest)
-        self._finish_rebuild()
 
     # -- changing the base IRI ---------------------------------------------------------------
     def rebase(self, new_base: str) -> RebaseReport:
@@ -423,7 +429,7 @@ class GraphStore:
             rewriter = Rewriter(old, new)
             if self.remote is not None:
                 # One request rewrites every quad: 0.7 ms a quad on an Oxigraph server (measured,
-                # docs/performance.md § Rebase), so its time limit grows with the store.
+                # docs/publishing.md § Changing a store's base), so its time limit grows with the store.
                 limit = max(self.remote.timeout, _REBASE_SECONDS_PER_QUAD * len(self.remote))
                 self.remote.update(rebase_update(old, new), timeout=limit)
             elif self.path is not None:
@@ -441,23 +447,21 @@ class GraphStore:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir(parents=True)
         graphs = list(self._ox.named_graphs())
-        with open(folder / "rest.nq", "wb") as out:
-            self._dump_as_quads(ox.DefaultGraph(), out, folder, rewriter)
-            for g in graphs:
-                if g == CATALOG_GRAPH:  # small, and holds the base fact: rewritten term by term
-                    out.write(ox.serialize(rewriter.catalog_quads(self._ox), format=ox.RdfFormat.N_QUADS) or b"")
-                else:
-                    self._dump_as_quads(g, out, folder, rewriter)
-            out.flush()
-            os.fsync(out.fileno())
-        renamed = [rewriter.term(g) if isinstance(g, ox.NamedNode) else g for g in graphs]
-        manifest = folder / "manifest.json"
-        tmp = folder / "manifest.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"graphs": [str(g) for g in renamed]}, fh)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, manifest)  # the commit point
+        try:
+            with open(folder / "rest.nq", "wb") as out:
+                self._dump_as_quads(ox.DefaultGraph(), out, folder, rewriter)
+                for g in graphs:
+                    if g == CATALOG_GRAPH:  # small, and holds the base fact: rewritten term by term
+                        quads = rewriter.catalog_quads(self._ox)
+                        out.write(ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b"")
+                    else:
+                        self._dump_as_quads(g, out, folder, rewriter)
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # before the commit: the store is untouched
+            raise
+        self._commit_rebuild(folder, [rewriter.term(g) if isinstance(g, ox.NamedNode) else g for g in graphs])
         self._finish_rebuild(folder)
 
     def _dump_as_quads(

@@ -261,3 +261,22 @@ def test_a_killed_rebase_leaves_the_old_store_or_the_new(tmp_path: Path, point: 
         assert _shape(_quads(store)) == expected
         assert _exports(store) == exports
         assert not (path / ".rebuild").exists()
+
+
+def test_a_failed_rebase_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An error before the commit (a full disk while the copy is written): the store as it was,
+    still open and usable, and nothing left in its folder."""
+    from karenina_rdf.store import _rebase
+
+    def full(self: Any, data: bytes) -> bytes:
+        raise OSError(28, "No space left on device")
+
+    with Store(tmp_path / "store") as store:
+        _fill(store)
+        before, exports = _quads(store), _exports(store)
+        monkeypatch.setattr(_rebase.Rewriter, "block", full)
+        with pytest.raises(OSError, match="No space left"):
+            store.rebase(NEW)
+        assert store.base_iri == DEFAULT_BASE_IRI and _shape(_quads(store)) == _shape(before)
+        assert _exports(store) == exports and not (tmp_path / "store" / ".rebuild").exists()
+        assert store.import_checkpoint(EXAMPLES / "pharmacology.jsonld").iri.startswith(DEFAULT_BASE_IRI)
