@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typer
 
-from . import _benchmarks, _publish, _serve
+from . import _benchmarks, _publish, _rebase, _serve
 from ._results import results_app
 from ._verify import rescore, templates_app, verify
 
@@ -29,6 +29,7 @@ verification.command("rescore")(rescore)
 app.add_typer(_benchmarks.commands)
 app.add_typer(_serve.commands)
 app.add_typer(_publish.commands)
+app.add_typer(_rebase.commands)
 app.add_typer(verification)
 app.add_typer(results_app, name="results")
 app.add_typer(templates_app, name="templates")

@@ -37,7 +37,11 @@ StoreOpt = Annotated[
 BaseOpt = Annotated[
     str | None,
     typer.Option(
-        "--base-iri", envvar=BASE_IRI_ENV, help="Base IRI for minted node IRIs.", show_default="http://127.0.0.1:8000/"
+        "--base-iri",
+        envvar=BASE_IRI_ENV,
+        help="Base IRI a new store mints node IRIs under (recorded in the store; the default is for local use "
+        "only). An existing store refuses another: change it with `karenina-rdf rebase`.",
+        show_default="http://127.0.0.1:8000/",
     ),
 ]
 

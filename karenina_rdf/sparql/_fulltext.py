@@ -190,6 +190,25 @@ class TextIndex:
             self._drop(bench)
             self.db.execute("DELETE FROM state WHERE bench = ?", (bench,))
 
+    def rebase(self, old: str, new: str) -> None:
+        """Move every key under the IRI ``old`` to ``new``: benchmark and question IRIs, the
+        graph IRI a stamp starts with, and the benchmark word of each indexed text, in one
+        transaction."""
+        self._writes += 1
+        under = f"substr(%s, 1, {len(old)}) = ?"
+        moved = f"? || substr(%s, {len(old) + 1})"
+        with self.db:
+            benches = [
+                b for (b,) in self.db.execute(f"SELECT DISTINCT bench FROM docs WHERE {under % 'bench'}", (old,))
+            ]
+            for bench in benches:
+                self.db.execute(
+                    "UPDATE fts SET bench = ? WHERE rowid IN (SELECT id FROM docs WHERE bench = ?)",
+                    (bench_key(new + bench[len(old) :]), bench),
+                )
+            for table, column in (("docs", "bench"), ("docs", "iri"), ("state", "bench"), ("state", "stamp")):
+                self.db.execute(f"UPDATE {table} SET {column} = {moved % column} WHERE {under % column}", (new, old))
+
     def question_iris(self, bench: str) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT iri FROM docs WHERE bench = ?", (bench,))}
 

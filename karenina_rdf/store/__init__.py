@@ -5,7 +5,15 @@ protocol (``_loading``), and a SPARQL 1.1 server as the backend (``_remote``).""
 from ._catalog import CONTENT_HASH, FILE_HASH, GRAPH, IMPORTED_AT, RUN_GRAPH, SOURCE, TRIPLE_COUNT, VALIDATED
 from ._loading import Sink
 from ._remote import is_url
-from ._store import BASE_IRI_ENV, STORE_ENV, BenchmarkSummary, Generation, GraphStore, default_store_path
+from ._store import (
+    BASE_IRI_ENV,
+    STORE_ENV,
+    BenchmarkSummary,
+    Generation,
+    GraphStore,
+    RebaseReport,
+    default_store_path,
+)
 
 __all__ = [
     "BASE_IRI_ENV",
@@ -17,6 +25,7 @@ __all__ = [
     "GraphStore",
     "IMPORTED_AT",
     "RUN_GRAPH",
+    "RebaseReport",
     "SOURCE",
     "STORE_ENV",
     "Sink",

@@ -187,11 +187,21 @@ class RemoteStore:
         return "".join(lines).encode("utf-8")
 
     # -- writes ----------------------------------------------------------------------------
-    def update(self, update: str, base_iri: str | None = None) -> None:
+    def update(self, update: str, base_iri: str | None = None, *, timeout: float | None = None) -> None:
+        """Run a SPARQL update; ``timeout``: this request's time limit, when it is known to take
+        longer than most (a rebase rewrites every quad in one request)."""
         # The protocol has no base parameter; a BASE before the update's own prologue resolves
         # its relative IRIs (the update's own BASE, if any, comes later and wins).
         text = f"BASE <{base_iri}>\n{update}" if base_iri else update
-        self._post(self.update_url, "an update", data={"update": text})
+        if timeout is None:
+            self._post(self.update_url, "an update", data={"update": text})
+            return
+        limit = httpx.Timeout(timeout, connect=10.0)
+        try:
+            self._post(self.update_url, "an update", data={"update": text}, timeout=limit)
+        except StoreError as exc:
+            # _request names the client's usual limit; say which one ran out.
+            raise StoreError(str(exc).replace(f"within {self.timeout:g} s", f"within {timeout:g} s")) from None
 
     def add(self, quad: ox.Quad) -> None:
         self.update(f"INSERT DATA {{ GRAPH {quad.graph_name} {{ {quad.subject} {quad.predicate} {quad.object} }} }}")

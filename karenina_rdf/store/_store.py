@@ -56,6 +56,7 @@ from karenina_rdf.sparql import (
 
 from ._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT, Catalog
 from ._loading import Sink, open_sink
+from ._rebase import Rewriter, check_new_base, rebase_update
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
 from ._text import TextSync, calls_text_functions
 
@@ -72,6 +73,9 @@ _DELETE_BATCH = 20_000
 # shared graphs, or beside one other benchmark its size, or replaced by one its size.
 _REBUILD_RATIO = 1.25
 _REBUILD = ".rebuild"  # in the store folder: what stays, while the store is rebuilt without a graph
+# A rebase on a server is one request rewriting every quad; its time limit, per quad (about 7
+# times what an Oxigraph server took on a loaded machine).
+_REBASE_SECONDS_PER_QUAD = 0.005
 _BLOCK = 1 << 26  # bytes of N-Triples turned into N-Quads at a time
 # A generation graph's IRI after '{base}benchmarks/' or '{base}runs/' (docs/data-model.md §2).
 _GENERATION = re.compile(r"[^/]+/graph/[0-9a-f]{16}$")
@@ -91,6 +95,16 @@ class BenchmarkSummary(BaseModel):
     graph: str
     source: str | None = None
     imported_at: str | None = None
+
+
+class RebaseReport(BaseModel):
+    """What ``Store.rebase`` did: the base before and after, and the quads the store holds."""
+
+    model_config = ConfigDict(frozen=True)
+
+    old_base: str
+    new_base: str
+    quads: int
 
 
 def default_store_path() -> Path:
@@ -184,9 +198,11 @@ class GraphStore:
         stored = self.catalog.base_iri()
         if stored is not None:
             if requested is not None and requested != stored:
+                # Refused rather than followed: a base asked for and silently ignored would make
+                # the caller believe its IRIs are minted under it.
                 raise StoreError(
-                    f"the store at {self.path} mints IRIs under {stored!r}, not {requested!r}; "
-                    "export its benchmarks and import them into a new store to change it"
+                    f"the store at {self.location} mints IRIs under {stored!r}, not {requested!r}; "
+                    f"open it without --base-iri, or change its base with `karenina-rdf rebase {requested}`"
                 )
             return stored
         base = requested or default_base_iri()
@@ -379,39 +395,108 @@ class GraphStore:
                 self._dump_as_quads(g, out, folder)
             out.flush()
             os.fsync(out.fileno())
+        self._commit_rebuild(folder, keep)
+        self._finish_rebuild()
+
+    @staticmethod
+    def _commit_rebuild(folder: Path, graphs: Iterable[ox.NamedNode | ox.BlankNode]) -> None:
+        """Write the rebuild's manifest (the graphs it recreates, empty ones too): renamed into
+        place, it is the commit point."""
         manifest = folder / "manifest.json"
         tmp = folder / "manifest.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"graphs": [str(g) for g in keep]}, fh)
+            json.dump({"graphs": [str(g) for g in graphs]}, fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, manifest)
-        self._finish_rebuild()
+
+    # -- changing the base IRI ---------------------------------------------------------------
+    def rebase(self, new_base: str) -> RebaseReport:
+        """Move every IRI under the store's base to ``new_base`` (an absolute http(s) IRI ending
+        in ``/``), in every graph, and make it the store's base (docs/publishing.md § Changing a
+        store's base). Atomic: a reader, or the store reopened after a crash, sees the old base
+        and all its data or the new base and all its data.
+
+        On disk the store is written out rebased (a dump rewritten line by line) beside it, and
+        the rebuild's commit point (:meth:`_rebuild_without`) swaps it in: a crash before the
+        commit leaves the old store untouched, one after it is finished by the next open. On a
+        server it is one SPARQL update request (``store._rebase.rebase_update``). Other processes
+        that have the store open keep minting under the base they read when they opened it: stop
+        them first (on disk, the store's lock makes sure of it)."""
+        new = check_new_base(new_base)
+        old = self.base_iri
+        if new != old:
+            rewriter = Rewriter(old, new)
+            if self.remote is not None:
+                # One request rewrites every quad: 0.7 ms a quad on an Oxigraph server (measured,
+                # docs/publishing.md § Changing a store's base), so its time limit grows with the store.
+                limit = max(self.remote.timeout, _REBASE_SECONDS_PER_QUAD * len(self.remote))
+                self.remote.update(rebase_update(old, new), timeout=limit)
+            elif self.path is not None:
+                self._rebuild_rebased(rewriter, self.path / _REBUILD)
+            else:
+                with tempfile.TemporaryDirectory(prefix="karenina-rdf-rebase-") as tmp:
+                    self._rebuild_rebased(rewriter, Path(tmp) / _REBUILD)
+            self.base_iri = new
+            # After the commit: a crash in between leaves the index keyed on IRIs no graph has,
+            # which the next search notices (every stamp names a graph) and indexes again.
+            self.fulltext.rebased(old, new)
+        return RebaseReport(old_base=old, new_base=new, quads=len(self._ox))
+
+    def _rebuild_rebased(self, rewriter: Rewriter, folder: Path) -> None:
+        shutil.rmtree(folder, ignore_errors=True)
+        folder.mkdir(parents=True)
+        graphs = list(self._ox.named_graphs())
+        try:
+            with open(folder / "rest.nq", "wb") as out:
+                self._dump_as_quads(ox.DefaultGraph(), out, folder, rewriter)
+                for g in graphs:
+                    if g == CATALOG_GRAPH:  # small, and holds the base fact: rewritten term by term
+                        quads = rewriter.catalog_quads(self._ox)
+                        out.write(ox.serialize(quads, format=ox.RdfFormat.N_QUADS) or b"")
+                    else:
+                        self._dump_as_quads(g, out, folder, rewriter)
+                out.flush()
+                os.fsync(out.fileno())
+        except BaseException:
+            shutil.rmtree(folder, ignore_errors=True)  # before the commit: the store is untouched
+            raise
+        self._commit_rebuild(folder, [rewriter.term(g) if isinstance(g, ox.NamedNode) else g for g in graphs])
+        self._finish_rebuild(folder)
 
     def _dump_as_quads(
-        self, graph: ox.NamedNode | ox.BlankNode | ox.DefaultGraph, out: IO[bytes], folder: Path
+        self,
+        graph: ox.NamedNode | ox.BlankNode | ox.DefaultGraph,
+        out: IO[bytes],
+        folder: Path,
+        rewriter: Rewriter | None = None,
     ) -> None:
         # pyoxigraph dumps one graph as N-Triples; a line ends in " .\n" and nowhere else (the
         # serializer escapes line breaks in literals), so the graph name goes before that end.
         part = folder / "graph.nt"
         self._ox.dump(str(part), format=ox.RdfFormat.N_TRIPLES, from_graph=graph)
-        end = b" .\n" if isinstance(graph, ox.DefaultGraph) else f" {graph} .\n".encode()
+        name = rewriter.term(graph) if rewriter is not None and isinstance(graph, ox.NamedNode) else graph
+        end = b" .\n" if isinstance(name, ox.DefaultGraph) else f" {name} .\n".encode()
         with open(part, "rb") as fh:
             rest = b""
             while block := fh.read(_BLOCK):
                 block = rest + block
                 cut = block.rfind(b"\n") + 1
                 block, rest = block[:cut], block[cut:]
+                if rewriter is not None:
+                    block = rewriter.block(block)
                 out.write(block.replace(b" .\n", end))
-            out.write(rest.replace(b" .\n", end))
+            out.write((rewriter.block(rest) if rewriter is not None else rest).replace(b" .\n", end))
         part.unlink()
 
-    def _finish_rebuild(self) -> None:
+    def _finish_rebuild(self, folder: Path | None = None) -> None:
         """Complete a rebuild whose manifest was written (clear, load, recreate empty graphs), or
         forget one that never reached it. Loading again after a crash mid-load is safe: the store
-        is cleared first."""
-        assert self.path is not None
-        folder = self.path / _REBUILD
+        is cleared first. ``folder``: where the rebuild was written (``.rebuild/`` in the store
+        folder; a temporary folder for a store in memory)."""
+        if folder is None:
+            assert self.path is not None
+            folder = self.path / _REBUILD
         manifest = folder / "manifest.json"
         if not manifest.is_file():
             shutil.rmtree(folder, ignore_errors=True)  # the store was not touched

@@ -112,6 +112,14 @@ class TextSync:
         if benches:
             self.store.oxigraph.update(" ;\n".join(self.bump(b)[1] for b in benches))
 
+    def rebased(self, old: str, new: str) -> None:
+        """The store's base moved from ``old`` to ``new``: so do the index's keys (benchmark and
+        question IRIs, and the graph IRI in each stamp), without indexing anything again."""
+        with self.lock:
+            if self._index is None and self.store.path is None:
+                return  # built in memory at the first search: nothing yet
+            self.index.rebase(old, new)
+
     # -- keeping in step -------------------------------------------------------------------
     def sync(self) -> None:
         """Index again every benchmark whose stamp differs; forget the ones no longer stored."""

@@ -127,6 +127,7 @@ def publish(
         local = " (the default base, for local use only)" if store.base_iri == DEFAULT_BASE_IRI else ""
         note(
             f"the store mints IRIs under {store.base_iri}{local}; every IRI is rewritten to {base} in what is published"
+            f" (to move the store itself to it: karenina-rdf rebase {base})"
         )
     public = Store.memory(base_iri=base)
     created = not target.exists()

@@ -338,6 +338,7 @@ def test_cli_publishes_and_says_it_rewrites_the_default_base(tmp_path: Path) -> 
     assert result.exit_code == 0, result.output
     assert "every IRI is rewritten to https://h.example/p/" in result.stderr
     assert "default base, for local use only" in result.stderr
+    assert "to move the store itself to it: karenina-rdf rebase https://h.example/p/" in result.stderr
     assert "published 1 benchmark(s), 0 run(s)" in result.stdout
     again = runner.invoke(app, ["publish", "--base", "https://h.example/p/", "-o", str(site), "--store", str(store)])
     assert again.exit_code == 2 and "empty or new folder" in again.stderr
