@@ -1,14 +1,15 @@
 """The full-text index of a store: question text, reference answer, keywords and template code
 of every stored question, in SQLite FTS5 (``unicode61 remove_diacritics 2``: case- and
-accent-insensitive words), ranked by bm25.
+accent-insensitive words), with a tantivy copy that ranks (``_ranked``).
 
 The graph stays the one source of truth; this is a derived copy the store keeps in step
 (``store._text``): for each benchmark the index records the generation graph and the edit stamp
 it was built from, and the catalog holds the same pair; when they differ the benchmark is indexed
 again. It lives beside the store (``<store>/text-index.sqlite``), in memory for a memory store.
 
-Loaded alone in a query worker too (pyoxigraph and the standard library only, like ``_worker``):
-a worker opens the index read-only and offers :func:`sparql_functions` to its queries.
+Loaded in a query worker too (pyoxigraph, tantivy and the standard library): a worker opens the
+index read-only and offers :func:`sparql_functions` to its queries. Searches are ranked by the
+index's tantivy copy (``_ranked``) when it is in step, by FTS5's bm25 otherwise.
 
 Query syntax (``parse``): words are ANDed; ``word*`` is a prefix; ``"two words"`` a phrase;
 ``OR`` between two parts takes either. Whatever else the user typed is taken as words: the
