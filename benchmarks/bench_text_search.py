@@ -122,7 +122,7 @@ def scaled(store: Store, work: Path, copies: int, repeat: int) -> None:
     for k in range(copies):
         copy = [
             Row(
-                f"{r.bench}/copy-{k}",
+                f"copy-{k}",  # the benchmark these rows are indexed under
                 r.question_id,
                 f"{r.iri}/copy-{k}",
                 r.position,
@@ -169,6 +169,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--karenina", action="store_true", help="time Karenina's search_questions too")
     parser.add_argument("--skip-old-search-questions", action="store_true")
     parser.add_argument("--scale", type=int, default=0, help="also the index alone at SCALE × the store's rows")
+    parser.add_argument("--scale-only", action="store_true", help="with --scale: only the index alone")
     args = parser.parse_args(argv)
     work = Path(tempfile.mkdtemp(prefix="bench-text-"))
     try:
@@ -195,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         store.fulltext.sync()
         print(f"in-step check before a search: {(time.perf_counter() - start) * 1000:.2f} ms\n")
 
+        if args.scale_only:
+            scaled(store, work, args.scale, args.repeat)
+            store.close()
+            return 0
         print("first 100 hits + total count, p50 ms (`Store.search_text`):")
         print("| search | query | hits | scan (CONTAINS, first 100) | FTS5 alone | ratio | ranked (tantivy) | ratio |")
         print("|---|---|---|---|---|---|---|---|")
