@@ -1,6 +1,7 @@
-"""Full-text search benchmark: the store's full-text index (SQLite FTS5) against today's scan
-(the CONTAINS query `search` used to be, and `search_questions` reading every question), and
-against tantivy on the same rows, all in one run.
+"""Full-text search benchmark: the store's full-text index (SQLite FTS5 tables, ranked by their
+tantivy copy) against FTS5 ranking alone (what a reader falls back to) and against the scan it
+replaced (the CONTAINS query `search` used to be, and `search_questions` reading every
+question), all in one run.
 
 A store of ``--benchmarks`` generated benchmarks of N questions each (benchmarks/generate.py,
 seeds 0, 1, …) plus the three examples is built in a temporary folder (or ``--store`` reuses
@@ -11,8 +12,7 @@ and ≤ 200 ms at 1M for a common word returning the first 100 hits with their t
     python benchmarks/bench_text_search.py [--questions 100000] [--benchmarks 1] [--repeat 7]
         [--store DIR] [--keep] [--baseline-repeat 1] [--karenina]
 
-tantivy runs when the ``tantivy`` package imports (it is not a dependency: put it on
-``TANTIVY_PATH``, e.g. ``pip install --target /tmp/tantivy tantivy``). ``--karenina`` also
+``--karenina`` also
 times Karenina's own ``search_questions`` in its environment (tests/helpers/karenina_ref.py)
 on the first generated checkpoint.
 """
@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import shutil
 import statistics
 import sys
@@ -37,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from karenina_rdf import Benchmark, Store  # noqa: E402
 from karenina_rdf.sparql import INDEX_FILE, Row  # noqa: E402
+from karenina_rdf.sparql._fulltext import RANKED_DIR  # noqa: E402
 
 # (label, query): the common word is the issue's ("a common word returning the first 100 hits").
 SEARCHES = [
@@ -97,44 +97,20 @@ def build_store(folder: Path, questions: int, benchmarks: int) -> tuple[Path, Pa
     return folder / "store", first
 
 
-def tantivy_index(rows: list[Row], folder: Path) -> tuple[Any, float]:
-    import tantivy
+class fts_only:
+    """Within it, ``index`` ranks with FTS5 alone, as a reader without the tantivy copy does."""
 
-    analyzer = (
-        tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.simple())
-        .filter(tantivy.Filter.lowercase())
-        .filter(tantivy.Filter.ascii_fold())
-        .build()
-    )
-    builder = tantivy.SchemaBuilder()
-    builder.add_text_field("iri", stored=True, tokenizer_name="raw")
-    for field in ("question", "answer", "keywords", "template"):
-        builder.add_text_field(field, stored=False, tokenizer_name="folded", index_option="position")
-    schema = builder.build()
-    folder.mkdir(parents=True, exist_ok=True)
-    index = tantivy.Index(schema, path=str(folder))
-    index.register_tokenizer("folded", analyzer)
-    start = time.perf_counter()
-    writer = index.writer(heap_size=256_000_000, num_threads=2)
-    for r in rows:
-        writer.add_document(
-            tantivy.Document(iri=r.iri, question=r.question, answer=r.answer, keywords=r.keywords, template=r.template)
-        )
-    writer.commit()
-    writer.wait_merging_threads()
-    index.reload()
-    return index, time.perf_counter() - start
+    def __init__(self, index: Any) -> None:
+        self.index, self.ranker = index, index.ranker
+
+    def __enter__(self) -> None:
+        self.index.ranker = None
+
+    def __exit__(self, *exc: object) -> None:
+        self.index.ranker = self.ranker
 
 
-def tantivy_search(index: Any, query: str) -> tuple[int, list[str]]:
-    fields = ["question", "answer", "keywords", "template"]
-    parsed = index.parse_query(query, fields, conjunction_by_default=True)
-    searcher = index.searcher()
-    result = searcher.search(parsed, limit=100, count=True)
-    return result.count, [searcher.doc(addr)["iri"][0] for _, addr in result.hits]
-
-
-def scaled(store: Store, work: Path, copies: int, repeat: int, with_tantivy: bool) -> None:
+def scaled(store: Store, work: Path, copies: int, repeat: int) -> None:
     """The index alone at ``copies`` × the store's questions: every row indexed again under
     ``copies`` benchmark IRIs (the same texts: no store of that size is built)."""
     from karenina_rdf.sparql import TextIndex
@@ -146,7 +122,7 @@ def scaled(store: Store, work: Path, copies: int, repeat: int, with_tantivy: boo
     for k in range(copies):
         copy = [
             Row(
-                f"{r.bench}/copy-{k}",
+                f"copy-{k}",  # the benchmark these rows are indexed under
                 r.question_id,
                 f"{r.iri}/copy-{k}",
                 r.position,
@@ -159,29 +135,20 @@ def scaled(store: Store, work: Path, copies: int, repeat: int, with_tantivy: boo
         ]
         index.replace_benchmark(f"copy-{k}", copy, "x")
     built = time.perf_counter() - start
+    ranked = work / "text-index.tantivy"
     print(f"\nthe index alone at {copies} × {len(rows):,} = {copies * len(rows):,} questions (the same rows under")
-    print(f"{copies} benchmark IRIs; no store of that size): FTS5 built in {built:.0f} s, {_size(path) / 1e6:,.0f} MB")
-    tan = None
-    if with_tantivy:
-        many = [
-            Row(r.bench, r.question_id, f"{r.iri}/copy-{k}", r.position, r.question, r.answer, r.keywords, r.template)
-            for k in range(copies)
-            for r in rows
-        ]
-        tan, took = tantivy_index(many, work / "tantivy-scaled")
-        del many
-        print(f"tantivy built in {took:.0f} s, {_size(work / 'tantivy-scaled') / 1e6:,.0f} MB")
-    print("| search | query | hits | FTS5 p50 ms | tantivy p50 ms |")
+    print(
+        f"{copies} benchmark IRIs; no store of that size): built in {built:.0f} s (FTS5 and its tantivy copy),"
+        f" FTS5 {_size(path) / 1e6:,.0f} MB, tantivy {_size(ranked) / 1e6:,.0f} MB"
+    )
+    print("| search | query | hits | FTS5 alone p50 ms | ranked (tantivy) p50 ms |")
     print("|---|---|---|---|---|")
     for label, query in SEARCHES:
-        fts_ms, hits = p50(lambda q=query: index.search(q), repeat)
-        tan_ms = "—"
-        if tan is not None:
-            try:
-                tan_ms = f"{p50(lambda q=query: tantivy_search(tan, q), repeat)[0]:,.1f}"
-            except ValueError:
-                tan_ms = "refused"
-        print(f"| {label} | `{query}` | {hits.total:,} | {fts_ms:,.1f} | {tan_ms} |", flush=True)
+        with fts_only(index):
+            fts_ms, hits = p50(lambda q=query: index.search(q), repeat)
+        ranked_ms, ranked_hits = p50(lambda q=query: index.search(q), repeat)
+        assert ranked_hits.total == hits.total, (query, ranked_hits.total, hits.total)
+        print(f"| {label} | `{query}` | {hits.total:,} | {fts_ms:,.1f} | {ranked_ms:,.1f} |", flush=True)
     index.close()
 
 
@@ -202,9 +169,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--karenina", action="store_true", help="time Karenina's search_questions too")
     parser.add_argument("--skip-old-search-questions", action="store_true")
     parser.add_argument("--scale", type=int, default=0, help="also the index alone at SCALE × the store's rows")
+    parser.add_argument("--scale-only", action="store_true", help="with --scale: only the index alone")
     args = parser.parse_args(argv)
-    if os.environ.get("TANTIVY_PATH"):
-        sys.path.insert(0, os.environ["TANTIVY_PATH"])
     work = Path(tempfile.mkdtemp(prefix="bench-text-"))
     try:
         if args.store is None:
@@ -214,6 +180,7 @@ def main(argv: list[str] | None = None) -> int:
         (store_path / INDEX_FILE).unlink(missing_ok=True)  # measure the build
         for leftover in store_path.glob(INDEX_FILE + "-*"):
             leftover.unlink()
+        shutil.rmtree(store_path / RANKED_DIR, ignore_errors=True)
         store = Store(store_path)
         total_questions = sum(s.questions for s in store.benchmarks())
         print(f"\nstore: {total_questions:,} questions in {len(store.benchmarks())} benchmarks\n")
@@ -221,50 +188,37 @@ def main(argv: list[str] | None = None) -> int:
         store.fulltext.sync()
         built = time.perf_counter() - start
         index_size = _size(store_path / INDEX_FILE) + sum(_size(p) for p in store_path.glob(INDEX_FILE + "-*"))
-        print(f"FTS5 index built from the graphs in {built:.1f} s, {index_size / 1e6:.0f} MB")
+        print(
+            f"index built from the graphs in {built:.1f} s: FTS5 {index_size / 1e6:.0f} MB,"
+            f" its tantivy copy {_size(store_path / RANKED_DIR) / 1e6:.0f} MB"
+        )
         start = time.perf_counter()
         store.fulltext.sync()
         print(f"in-step check before a search: {(time.perf_counter() - start) * 1000:.2f} ms\n")
 
-        tantivy_ix = None
-        try:
-            import tantivy  # noqa: F401
-        except ImportError:
-            print("tantivy: not importable (set TANTIVY_PATH); left out\n")
-        else:
-            start = time.perf_counter()
-            rows = [r for b in store.catalog.benchmarks() for r in store.fulltext.rows(b)]
-            read = time.perf_counter() - start
-            tantivy_ix, indexed = tantivy_index(rows, work / "tantivy")
-            print(
-                f"tantivy index: rows read from the graphs in {read:.1f} s (the same read as FTS5's build), "
-                f"indexed in {indexed:.1f} s, {_size(work / 'tantivy') / 1e6:.0f} MB\n"
-            )
-            del rows
-
-        print("first 100 hits + total count, p50 ms:")
-        print("| search | query | hits | scan today (CONTAINS, first 100) | FTS5 | ratio | tantivy | ratio |")
+        if args.scale_only:
+            scaled(store, work, args.scale, args.repeat)
+            store.close()
+            return 0
+        print("first 100 hits + total count, p50 ms (`Store.search_text`):")
+        print("| search | query | hits | scan (CONTAINS, first 100) | FTS5 alone | ratio | ranked (tantivy) | ratio |")
         print("|---|---|---|---|---|---|---|---|")
+        index = store.fulltext.index
         for label, query in SEARCHES:
-            fts_ms, hits = p50(lambda q=query: store.search_text(q), args.repeat)
+            with fts_only(index):
+                fts_ms, hits = p50(lambda q=query: store.search_text(q), args.repeat)
+            ranked_ms, ranked = p50(lambda q=query: store.search_text(q), args.repeat)
+            assert ranked.total == hits.total, (query, ranked.total, hits.total)
             needle = query.strip('"').rstrip("*")
             scan_ms, _ = p50(lambda n=needle: sum(1 for _ in store.query(FIRST_100, phrase=n)), args.baseline_repeat)
-            if tantivy_ix is not None:
-                try:
-                    tan_ms, (tan_count, _) = p50(lambda q=query: tantivy_search(tantivy_ix, q), args.repeat)
-                    tan = f"{tan_ms:,.1f} ({tan_count:,} hits) | {scan_ms / tan_ms:,.0f}×"
-                except ValueError as exc:  # its query parser refused the query
-                    tan = f"refused ({str(exc)[:60]}) | —"
-            else:
-                tan = "— | —"
-            ratio = scan_ms / fts_ms
             print(
-                f"| {label} | `{query}` | {hits.total:,} | {scan_ms:,.0f} | {fts_ms:,.1f} | {ratio:,.0f}× | {tan} |",
+                f"| {label} | `{query}` | {hits.total:,} | {scan_ms:,.0f} | {fts_ms:,.1f} | {scan_ms / fts_ms:,.0f}×"
+                f" | {ranked_ms:,.1f} | {scan_ms / ranked_ms:,.0f}× |",
                 flush=True,
             )
 
         if args.scale > 1:
-            scaled(store, work, args.scale, args.repeat, tantivy_ix is not None)
+            scaled(store, work, args.scale, args.repeat)
 
         print("\nthe named query `search` (every hit, joined with benchmark name and texts), p50 ms:")
         word = SEARCHES[0][1]

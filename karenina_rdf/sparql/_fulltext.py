@@ -1,14 +1,15 @@
 """The full-text index of a store: question text, reference answer, keywords and template code
 of every stored question, in SQLite FTS5 (``unicode61 remove_diacritics 2``: case- and
-accent-insensitive words), ranked by bm25.
+accent-insensitive words), with a tantivy copy that ranks (``_ranked``).
 
 The graph stays the one source of truth; this is a derived copy the store keeps in step
 (``store._text``): for each benchmark the index records the generation graph and the edit stamp
 it was built from, and the catalog holds the same pair; when they differ the benchmark is indexed
 again. It lives beside the store (``<store>/text-index.sqlite``), in memory for a memory store.
 
-Loaded alone in a query worker too (pyoxigraph and the standard library only, like ``_worker``):
-a worker opens the index read-only and offers :func:`sparql_functions` to its queries.
+Loaded in a query worker too (pyoxigraph, tantivy and the standard library): a worker opens the
+index read-only and offers :func:`sparql_functions` to its queries. Searches are ranked by the
+index's tantivy copy (``_ranked``) when it is in step, by FTS5's bm25 otherwise.
 
 Query syntax (``parse``): words are ANDed; ``word*`` is a prefix; ``"two words"`` a phrase;
 ``OR`` between two parts takes either. Whatever else the user typed is taken as words: the
@@ -17,9 +18,11 @@ FTS5 expression is built from quoted tokens, so no input is an FTS5 syntax error
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 import sqlite3
+import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,9 +30,12 @@ from typing import Any
 
 import pyoxigraph as ox
 
+from ._ranked import Part, Ranker, RankerUnavailable
+
 INDEX_FILE = "text-index.sqlite"
+RANKED_DIR = "text-index.tantivy"  # beside it: the ranked copy (``_ranked``)
 FIELDS = ("question", "answer", "keywords", "template")
-_SCHEMA_VERSION = "2"
+_SCHEMA_VERSION = "3"
 _DOUBLE = ox.NamedNode("http://www.w3.org/2001/XMLSchema#double")
 # A token of the query as the user wrote it: a quoted phrase (closing quote optional) or a run of
 # anything but spaces and quotes.
@@ -79,31 +85,35 @@ class SearchSyntaxError(ValueError):
     """A query with nothing to search for (no word in it)."""
 
 
-def parse(query: str) -> str:
-    """The FTS5 expression of a user's query (see the module docstring); every token quoted."""
-    out: list[str] = []
+def parts(query: str) -> list[list[Part]]:
+    """A user's query (see the module docstring) as groups ORed together, the parts of each
+    ANDed; raises :class:`SearchSyntaxError` when it holds no word."""
+    groups: list[list[Part]] = [[]]
     for m in _PART.finditer(query):
         phrase, word = m.group(1), m.group(2)
         if word == "OR":
-            if out and out[-1] != "OR":
-                out.append("OR")
+            if groups[-1]:
+                groups.append([])
             continue
         prefix = word is not None and word.endswith("*")
         words = _WORD.findall(phrase if phrase is not None else word)
-        if not words:
-            continue
-        if phrase is not None:
-            out.append('"' + " ".join(words) + '"')
-        else:
+        if words:
             # "tumour-suppressor" is two tokens in the index: a phrase of them here.
-            out.append('"' + " ".join(words) + '"' + ("*" if prefix else ""))
-    while out and out[-1] == "OR":
-        out.pop()
-    if not out:
+            groups[-1].append(Part(tuple(words), prefix and phrase is None))
+    groups = [g for g in groups if g]
+    if not groups:
         # The query is echoed cut short: it comes from a stranger and may be megabytes long.
         shown = repr(query) if len(query) <= 80 else repr(query[:80]) + f"… ({len(query):,} characters)"
         raise SearchSyntaxError(f"nothing to search for in {shown}: give at least one word")
-    return " ".join(out)
+    return groups
+
+
+def parse(query: str) -> str:
+    """The FTS5 expression of a user's query; every token quoted, so no input is an FTS5
+    syntax error. FTS5 binds AND tighter than OR, as :func:`parts` groups them."""
+    return " OR ".join(
+        " ".join('"' + " ".join(p.words) + '"' + ("*" if p.prefix else "") for p in group) for group in parts(query)
+    )
 
 
 class TextIndex:
@@ -123,6 +133,11 @@ class TextIndex:
         self._writes = 0
         if not read_only:
             self._create()
+        self.ranker: Ranker | None
+        try:
+            self.ranker = Ranker(None if self.path is None else self.path.with_name(RANKED_DIR), read_only=read_only)
+        except RankerUnavailable:
+            self.ranker = None  # FTS5 ranks alone: slower, the same hits
 
     def _create(self) -> None:
         db = self.db
@@ -146,7 +161,12 @@ class TextIndex:
                 + ", tokenize = 'unicode61 remove_diacritics 2')"
             )
             # What each benchmark was indexed from: its generation graph and edit stamp.
-            db.execute("CREATE TABLE IF NOT EXISTS state (bench TEXT PRIMARY KEY, stamp TEXT NOT NULL)")
+            # ``written``: a token new at every write of the benchmark's rows, which the ranked copy
+            # records with its own rows: it shows any SQLite write the copy missed, even one that
+            # left the stamp as it was (a rebuilt file) while the row ids changed.
+            db.execute(
+                "CREATE TABLE IF NOT EXISTS state (bench TEXT PRIMARY KEY, stamp TEXT NOT NULL, written TEXT NOT NULL)"
+            )
             db.execute(f"PRAGMA user_version = {_SCHEMA_VERSION}")
 
     def close(self) -> None:
@@ -157,38 +177,52 @@ class TextIndex:
         """Benchmark IRI → the stamp it was indexed at."""
         return dict(self.db.execute("SELECT bench, stamp FROM state").fetchall())
 
+    def _written(self) -> dict[str, str]:
+        """Benchmark IRI → the stamp the ranked copy must hold to be in step."""
+        return {b: f"{s} {w}" for b, s, w in self.db.execute("SELECT bench, stamp, written FROM state")}
+
+    def _state(self, bench: str, stamp: str) -> str:
+        written = uuid.uuid4().hex
+        self.db.execute("INSERT OR REPLACE INTO state VALUES (?, ?, ?)", (bench, stamp, written))
+        return f"{stamp} {written}"
+
     def replace_benchmark(self, bench: str, rows: Iterable[Row], stamp: str) -> int:
         """Index ``bench`` again from ``rows`` (everything it had goes), in one transaction."""
         self._writes += 1
         with self.db:
             self._drop(bench)
-            n = self._insert(rows)
-            self.db.execute("INSERT OR REPLACE INTO state VALUES (?, ?)", (bench, stamp))
+            n = len(self._insert(rows))
+            ranked = self._state(bench, stamp)
         if self.path is not None:
             # A whole benchmark went through the write-ahead log: fold it in and give the space back.
             self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._rank(lambda r: r.replace_benchmark(bench, self._ranked_rows(bench), ranked))
         return n
 
     def update_questions(self, bench: str, rows: Iterable[Row], removed: Iterable[str], stamp: str) -> None:
         """Replace the questions ``rows`` and drop the questions ``removed`` (IRIs) of ``bench``."""
         rows = list(rows)
         self._writes += 1
+        gone: list[int] = []
         with self.db:
             for iri in removed:
                 # remove_question moves the later questions up one (positions stay 0..n-1).
                 for (pos,) in self.db.execute("SELECT pos FROM docs WHERE iri = ?", (iri,)).fetchall():
                     self.db.execute("UPDATE docs SET pos = pos - 1 WHERE bench = ? AND pos > ?", (bench, pos))
-                self._drop_question(iri)
+                gone += self._drop_question(iri)
             for iri in (r.iri for r in rows):
-                self._drop_question(iri)
-            self._insert(rows)
-            self.db.execute("INSERT OR REPLACE INTO state VALUES (?, ?)", (bench, stamp))
+                gone += self._drop_question(iri)
+            ids = self._insert(rows)
+            ranked = self._state(bench, stamp)
+        fields = [(i, (r.question, r.answer, r.keywords, r.template)) for i, r in zip(ids, rows, strict=True)]
+        self._rank(lambda r: r.update(bench, fields, gone, ranked))
 
     def drop_benchmark(self, bench: str) -> None:
         self._writes += 1
         with self.db:
             self._drop(bench)
             self.db.execute("DELETE FROM state WHERE bench = ?", (bench,))
+        self._rank(lambda r: r.drop_benchmark(bench))
 
     def rebase(self, old: str, new: str) -> None:
         """Move every key under the IRI ``old`` to ``new``: benchmark and question IRIs, the
@@ -216,13 +250,15 @@ class TextIndex:
         self.db.execute("DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE bench = ?)", (bench,))
         self.db.execute("DELETE FROM docs WHERE bench = ?", (bench,))
 
-    def _drop_question(self, iri: str) -> None:
-        for (i,) in self.db.execute("SELECT id FROM docs WHERE iri = ?", (iri,)).fetchall():
+    def _drop_question(self, iri: str) -> list[int]:
+        found = [i for (i,) in self.db.execute("SELECT id FROM docs WHERE iri = ?", (iri,)).fetchall()]
+        for i in found:
             self.db.execute("DELETE FROM fts WHERE rowid = ?", (i,))
             self.db.execute("DELETE FROM docs WHERE id = ?", (i,))
+        return found
 
-    def _insert(self, rows: Iterable[Row]) -> int:
-        n = 0
+    def _insert(self, rows: Iterable[Row]) -> list[int]:
+        ids: list[int] = []
         cur = self.db.cursor()
         for r in rows:
             cur.execute(
@@ -233,8 +269,45 @@ class TextIndex:
                 "INSERT INTO fts (rowid, question, answer, keywords, template, bench) VALUES (?, ?, ?, ?, ?, ?)",
                 (cur.lastrowid, r.question, r.answer, r.keywords, r.template, bench_key(r.bench)),
             )
-            n += 1
-        return n
+            ids.append(int(cur.lastrowid or 0))
+        return ids
+
+    # -- the ranked copy (``_ranked``) ------------------------------------------------------------
+    def _rank(self, write: Any) -> None:
+        """Write to the ranked copy after SQLite committed; when it cannot be written (another
+        process holds its lock) its stamp stays old and :meth:`ranked` feeds it again later."""
+        if self.ranker is not None and not self.read_only:
+            with contextlib.suppress(RankerUnavailable):
+                write(self.ranker)
+
+    def _ranked_rows(self, bench: str) -> Iterator[tuple[int, tuple[str, ...]]]:
+        rows = self.db.execute(
+            "SELECT docs.id, fts.question, fts.answer, fts.keywords, fts.template FROM docs"
+            " JOIN fts ON fts.rowid = docs.id WHERE docs.bench = ?",
+            (bench,),
+        )
+        for i, *texts in rows:
+            yield i, tuple(texts)
+
+    def ranked(self) -> Ranker | None:
+        """The ranked copy, brought in step with SQLite's rows first; None when it is not and
+        cannot be (read-only, locked, unavailable): then FTS5 ranks."""
+        if self.ranker is None:
+            return None
+        try:
+            mine, theirs = self._written(), self.ranker.stamps()
+            if mine == theirs:
+                return self.ranker
+            if self.read_only:
+                return None
+            for bench in theirs.keys() - mine.keys():
+                self.ranker.drop_benchmark(bench)
+            for bench, stamp in mine.items():
+                if theirs.get(bench) != stamp:
+                    self.ranker.replace_benchmark(bench, self._ranked_rows(bench), stamp)
+        except RankerUnavailable:
+            return None
+        return self.ranker
 
     # -- searching -----------------------------------------------------------------------------
     def search(
@@ -246,17 +319,23 @@ class TextIndex:
         limit: int | None = 100,
         offset: int = 0,
     ) -> Hits:
-        """The questions matching ``query`` (user syntax, see :func:`parse`), best first (bm25),
+        """The questions matching ``query`` (user syntax, see :func:`parse`), best first (BM25),
         with the total count; ``fields`` limits the match to some of :data:`FIELDS`."""
+        groups = parts(query)
         expression = parse(query)
         unknown = [f for f in fields or () if f not in FIELDS]
         if unknown:
             raise SearchSyntaxError(f"unknown field {unknown[0]!r}: the fields are {', '.join(FIELDS)}")
+        if benchmarks is not None and not benchmarks:
+            return Hits(0, [])
+        ranker = self.ranked()
+        if ranker is not None:
+            total, found = ranker.search(ranker.query(groups, fields or FIELDS, benchmarks), limit, offset)
+            docs = self._docs([i for i, _ in found])
+            return Hits(total, [Hit(*docs[i], score) for i, score in found if i in docs])
         # Always a column filter: never the bench column ("b*" would match every question there).
         expression = "{" + " ".join(fields or FIELDS) + "} : (" + expression + ")"
         if benchmarks is not None:
-            if not benchmarks:
-                return Hits(0, [])
             # The benchmark is a word of its own column: the index intersects, no row is joined.
             keys = " OR ".join(f'"{bench_key(b)}"' for b in benchmarks)
             expression = f"({expression}) AND {{bench}} : ({keys})"
@@ -275,10 +354,27 @@ class TextIndex:
         return Hits(total, [Hit(b, q, i, -s) for b, q, i, s in page])
 
     def scores(self, query: str) -> dict[str, float]:
-        """Question IRI → score of every question matching ``query``."""
+        """Question IRI → score of every question matching ``query`` (the scores
+        :meth:`search` ranks by)."""
+        ranker = self.ranked()
+        if ranker is not None:
+            _, found = ranker.search(ranker.query(parts(query), FIELDS, None), None, 0)
+            docs = self._docs([i for i, _ in found])
+            return {docs[i][2]: score for i, score in found if i in docs}
         sql = f"SELECT docs.iri, {_BM25} FROM fts CROSS JOIN docs ON docs.id = fts.rowid WHERE fts MATCH ?"
         rows = self.db.execute(sql, ["{" + " ".join(FIELDS) + "} : (" + parse(query) + ")"])
         return {iri: -score for iri, score in rows}
+
+    def _docs(self, ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
+        """SQLite id → (benchmark, question id, question IRI)."""
+        out: dict[int, tuple[str, str, str]] = {}
+        for start in range(0, len(ids), 5000):
+            chunk = ids[start : start + 5000]
+            rows = self.db.execute(
+                f"SELECT id, bench, qid, iri FROM docs WHERE id IN ({', '.join('?' * len(chunk))})", chunk
+            )
+            out.update((i, (b, q, iri)) for i, b, q, iri in rows)
+        return out
 
     def texts(self, bench: str, columns: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
         """(question id, the ``columns`` texts) of every question of ``bench``, in benchmark order."""

@@ -1,9 +1,10 @@
 """The other end of a query worker process (``_pool`` is the parent's side).
 
 Run in a fresh interpreter (``python -I``, never a fork of the server) that loads this module and
-``_isolation`` by path and nothing else of karenina-rdf: it needs pyoxigraph and the standard
-library only. Before it reads a request it puts itself under the seccomp filter that refuses
-IPv4/IPv6 sockets (``_isolation``), so no query can reach the network from here.
+``_isolation`` by path and nothing else of karenina-rdf: it needs pyoxigraph, the standard
+library, and tantivy through ``_fulltext`` (the text functions' ranked index). Before it reads a
+request it puts itself under the seccomp filter that refuses IPv4/IPv6 sockets (``_isolation``),
+so no query can reach the network from here.
 
 It opens the store snapshot a request names read-only (a RocksDB checkpoint no process writes:
 pyoxigraph's ``Store.read_only`` is undefined while another process writes), evaluates the query,

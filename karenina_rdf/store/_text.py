@@ -131,6 +131,7 @@ class TextSync:
             for bench, stamp in current.items():
                 if indexed.get(bench) != stamp:
                     index.replace_benchmark(bench, self.rows(bench), stamp)
+            index.ranked()  # the ranked copy follows SQLite's rows (a reader cannot do it itself)
 
     def edited(self, bench: str, old: str | None, new: str, question_ids: Iterable[str] | None) -> None:
         """After an edit of ``bench`` (its stamp ``old`` → ``new``): index the questions it
