@@ -152,8 +152,8 @@ def _dumps(value: Any, indent: str) -> str:
     """What ``json.dumps(value, indent=2, ensure_ascii=False)`` writes, re-indented for the
     depth ``indent``. CPython's C encoder does not indent, so ``json.dumps(indent=2)`` runs the
     pure-Python one, a generator per nesting level yielding one token at a time; this writes the
-    same bytes in one recursion (1.85x faster on the items
-    of a 20k export, docs/performance.md § Issue 20 point 3). Anything but plain JSON types goes to ``json.dumps`` itself."""
+    same bytes in one recursion, 1.85x faster on the items of a 20k export (docs/performance.md
+    § Issue 20 point 3). Anything but plain JSON types goes to ``json.dumps`` itself."""
     parts: list[str] = []
     _encode(value, "\n" + indent, parts.append)
     return "".join(parts)
