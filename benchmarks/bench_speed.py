@@ -12,13 +12,15 @@ it), run with PYTHONPATH set to the tree under test; the two trees take turns, t
 alternating by round, so a load that drifts during the run touches both. Inputs come from
 `generate.py` (seed 0). Karenina runs in its own venv (tests/helpers/karenina_ref.py builds it):
 `load` is timed as a whole process too; `save` in process, after its load. Print `uptime` beside
-the figures: the machine is shared.
+the figures: the machine is shared. Every step is printed twice: wall-clock seconds, then CPU
+seconds (user + system of the process and all its threads), which a loaded machine moves less.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -37,13 +39,31 @@ def karenina_python() -> Path | None:
     return found[-1] if found else None
 
 
-def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> tuple[float, str]:
+class Took(float):
+    """Wall-clock seconds, with the CPU seconds (user + system, every thread) of the same step:
+    on a shared machine the wall clock moves with the other users' load, CPU time much less."""
+
+    cpu: float
+
+    def __new__(cls, wall: float, cpu: float) -> Took:
+        took = super().__new__(cls, wall)
+        took.cpu = cpu
+        return took
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def timed(cmd: list[str], env: dict[str, str] | None = None, ok: tuple[int, ...] = (0,)) -> tuple[Took, str]:
+    cpu = _children_cpu()
     start = time.perf_counter()
     # In an empty folder: `python -c` puts the working directory first on sys.path, before
     # PYTHONPATH, so this repository (or a stray module in /tmp) would shadow the tree measured.
     with tempfile.TemporaryDirectory() as empty:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, check=False, cwd=empty)
-    took = time.perf_counter() - start
+    took = Took(time.perf_counter() - start, _children_cpu() - cpu)
     if proc.returncode not in ok:
         raise SystemExit(f"{' '.join(cmd[:4])}… failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     return took, proc.stdout
@@ -105,12 +125,13 @@ def karenina(python: Path, checkpoint: Path, work: Path) -> dict[str, float]:
     load_script = f"from karenina import Benchmark; Benchmark.load({str(checkpoint)!r})"
     save_script = (
         "import time; from karenina import Benchmark; "
-        f"b = Benchmark.load({str(checkpoint)!r}); t = time.perf_counter(); "
-        f"b.save({str(work / 'karenina-out.jsonld')!r}); print(time.perf_counter() - t)"
+        f"b = Benchmark.load({str(checkpoint)!r}); t, c = time.perf_counter(), time.process_time(); "
+        f"b.save({str(work / 'karenina-out.jsonld')!r}); print(time.perf_counter() - t, time.process_time() - c)"
     )
     load, _ = timed([str(python), "-c", load_script])
     _, printed = timed([str(python), "-c", save_script])
-    return {"load": load, "save": float(printed.strip().splitlines()[-1])}
+    wall, cpu = (float(x) for x in printed.strip().splitlines()[-1].split())
+    return {"load": load, "save": Took(wall, cpu)}
 
 
 def baseline_tree(ref: str, into: Path) -> Path:
@@ -167,26 +188,36 @@ def main() -> None:
 
 
 def report(n: int, times: dict[str, dict[str, list[float]]]) -> None:
-    def med(name: str, step: str) -> float | None:
-        got = times.get(name, {}).get(step)
-        return statistics.median(got) if got else None
-
-    k_load, k_save = med("Karenina", "load"), med("Karenina", "save")
     rounds = len(next(iter(times["this tree"].values())))
-    print(f"\n### N = {n:,} questions (median of {rounds} rounds, seconds)\n")
-    print("| step | baseline | this tree | this ÷ baseline | Karenina | this ÷ Karenina |")
-    print("|---|---:|---:|---:|---:|---:|")
-    for step in times["this tree"]:
-        base, this = med("baseline", step), med("this tree", step)
-        assert base is not None and this is not None
-        ref = {"import": k_load, "export": k_save}.get(step)
-        ref_cells = f"{ref:.2f} ({'load' if step == 'import' else 'save'}) | {this / ref:.2f}×" if ref else " | "
-        print(f"| {step} | {base:.2f} | {this:.2f} | {this / base:.2f}× | {ref_cells} |")
-    imp = med("this tree", "import")
-    dele = med("this tree", "delete")
-    if imp and dele:
-        print(f"\ndelete ÷ import (this tree): {dele / imp:.2f}×")
-    print("raw:", {name: {s: [round(x, 2) for x in v] for s, v in steps.items()} for name, steps in times.items()})
+    for kind in ("wall", "cpu"):
+
+        def med(name: str, step: str, kind: str = kind) -> float | None:
+            got = times.get(name, {}).get(step)
+            if not got:
+                return None
+            return statistics.median(x.cpu if kind == "cpu" and isinstance(x, Took) else x for x in got)
+
+        k_load, k_save = med("Karenina", "load"), med("Karenina", "save")
+        what = "wall-clock seconds" if kind == "wall" else "CPU seconds, user + system, every thread"
+        print(f"\n### N = {n:,} questions (median of {rounds} rounds, {what})\n")
+        print("| step | baseline | this tree | this ÷ baseline | Karenina | this ÷ Karenina |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for step in times["this tree"]:
+            base, this = med("baseline", step), med("this tree", step)
+            assert base is not None and this is not None
+            ref = {"import": k_load, "export": k_save}.get(step)
+            ref_cells = f"{ref:.2f} ({'load' if step == 'import' else 'save'}) | {this / ref:.2f}×" if ref else " | "
+            print(f"| {step} | {base:.2f} | {this:.2f} | {this / base:.2f}× | {ref_cells} |")
+        imp = med("this tree", "import")
+        dele = med("this tree", "delete")
+        if imp and dele:
+            print(f"\ndelete ÷ import (this tree): {dele / imp:.2f}×")
+
+    def raw(x: float) -> object:
+        return (round(x, 2), round(x.cpu, 2)) if isinstance(x, Took) else round(x, 2)
+
+    raws = {name: {s: [raw(x) for x in v] for s, v in steps.items()} for name, steps in times.items()}
+    print("raw (wall, cpu):", raws)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import IO, Any
 
 import pyoxigraph as ox
@@ -149,8 +149,60 @@ def rating_json(index: Index, r: str) -> dict[str, Any]:
 
 
 def _dumps(value: Any, indent: str) -> str:
-    # Nested values re-indented: what json.dumps(indent=2) writes at that depth.
-    return json.dumps(value, indent=2, ensure_ascii=False).replace("\n", "\n" + indent)
+    """What ``json.dumps(value, indent=2, ensure_ascii=False)`` writes, re-indented for the
+    depth ``indent``. CPython's C encoder does not indent, so ``json.dumps(indent=2)`` runs the
+    pure-Python one, a generator per nesting level yielding one token at a time; this writes the
+    same bytes in one recursion, 1.85x faster on the items of a 20k export (docs/performance.md
+    § Issue 20 point 3). Anything but plain JSON types goes to ``json.dumps`` itself."""
+    parts: list[str] = []
+    _encode(value, "\n" + indent, parts.append)
+    return "".join(parts)
+
+
+_encode_str = json.encoder.encode_basestring  # ensure_ascii=False: the C escaper, as json uses
+
+
+def _encode(o: Any, newline: str, put: Callable[[str], Any]) -> None:
+    kind = type(o)
+    if kind is str:
+        put(_encode_str(o))
+    elif kind is dict:
+        if not o:
+            put("{}")
+            return
+        if not all(type(k) is str for k in o):
+            put(json.dumps(o, indent=2, ensure_ascii=False).replace("\n", newline))  # keys json converts
+            return
+        inner = newline + "  "
+        sep = "{" + inner
+        for k, v in o.items():
+            put(sep)
+            put(_encode_str(k))
+            put(": ")
+            _encode(v, inner, put)
+            sep = "," + inner
+        put(newline + "}")
+    elif kind is list or kind is tuple:
+        if not o:
+            put("[]")
+            return
+        inner = newline + "  "
+        sep = "[" + inner
+        for v in o:
+            put(sep)
+            _encode(v, inner, put)
+            sep = "," + inner
+        put(newline + "]")
+    elif o is None:
+        put("null")
+    elif o is True:
+        put("true")
+    elif o is False:
+        put("false")
+    elif kind is int:
+        put(int.__repr__(o))
+    else:  # floats (NaN, Infinity), subclasses, and what json refuses with its own error
+        put(json.dumps(o, indent=2, ensure_ascii=False).replace("\n", newline))
 
 
 def write_json(out: IO[str], header: dict[str, Any], items: Iterable[dict[str, Any]]) -> None:

@@ -120,3 +120,39 @@ def test_folders_a_killed_load_left_are_removed_when_the_store_opens(tmp_path: P
     store = Store(folder)
     assert not left.exists() and keep.is_dir()
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("small", "chunk", "lines", "expected"),
+    [
+        # The first chunk is SMALL lines, each next one twice the last, up to CHUNK: the loader
+        # starts once the load is known not to be small.
+        (10, 40, 135, [10, 20, 40, 40, 25]),
+        (10, 25, 60, [10, 20, 25, 5]),
+        (10, 40, 10, [10]),
+        (10, 40, 9, [9]),  # small: one transactional load, nothing on the loader thread
+    ],
+)
+def test_chunk_sizes_grow_to_chunk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, small: int, chunk: int, lines: int, expected: list[int]
+) -> None:
+    monkeypatch.setattr(_loading, "CHUNK", chunk)
+    monkeypatch.setattr(_loading, "SMALL", small)
+    store = ox.Store()
+    graph = ox.NamedNode("http://example.org/g")
+    sink = _loading.ChunkSink(store, graph, tmp_path)
+    sizes: list[int] = []
+    real_close = _loading.ChunkSink._close_chunk
+
+    def counted_close(self: _loading.ChunkSink) -> None:
+        if self._fh is not None:
+            sizes.append(self._chunk_lines)
+        real_close(self)
+
+    monkeypatch.setattr(_loading.ChunkSink, "_close_chunk", counted_close)
+    for i in range(lines):
+        sink.write(f"<http://example.org/s{i}> <http://example.org/p> <http://example.org/o> .\n")
+    sink.finish()
+    assert sizes == expected
+    assert len(store) == lines
+    assert _loader_threads() == []
