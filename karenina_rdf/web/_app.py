@@ -667,9 +667,9 @@ async def _sparql_get(app: FastAPI, scope: Any, receive: Any, send: Any) -> bool
             if value.isdigit() and int(value) > ep.settings.max_body_bytes:
                 await _send_with_nosniff(_error(413, _too_large(ep.settings.max_body_bytes)), scope, receive, send)
                 return True
-        elif key == b"host":
+        elif key == b"host" and host is None:  # the first, as Starlette reads them
             host = value
-        elif key == b"accept":
+        elif key == b"accept" and accept is None:
             accept = value.decode("latin-1")
     try:
         query_string = scope["query_string"].decode()  # as Starlette reads it
