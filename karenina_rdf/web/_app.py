@@ -640,12 +640,9 @@ class _App(FastAPI):
     (docs/performance.md, "Endpoint under load"). The same checks and answers as the route, which
     still takes every request this path declines (a service description, CORS, POST)."""
 
-    fast_sparql = True
-
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if (
-            self.fast_sparql
-            and scope["type"] == "http"
+            scope["type"] == "http"
             and scope["path"] == "/sparql"
             and scope["method"] in ("GET", "HEAD")
             and await _sparql_get(self, scope, receive, send)
