@@ -58,7 +58,6 @@ from karenina_rdf.sparql import (
     parse_request,
     serialize_graph,
 )
-from karenina_rdf.store._text import calls_text_functions
 from karenina_rdf.web.pages import Pages
 
 log = logging.getLogger("karenina_rdf.endpoint")
@@ -135,7 +134,7 @@ class Endpoint:
         self.runner.default_dataset = self.dataset
         self.runner.text_functions = self.store.text_functions
         self.runner.text_index = self.store.fulltext.worker_spec
-        self.runner.needs_thread = calls_text_functions  # the index is brought in step first
+        self.runner.needs_thread = self.store.fulltext.needs_index  # brought in step first
         self.threads = anyio.CapacityLimiter(64)
         self._write_lock = threading.Lock()
         self._state = threading.Lock()
