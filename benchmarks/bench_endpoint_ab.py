@@ -11,16 +11,24 @@ servers gets its own copy of the store. The load comes from one separate process
 them alike. Per window: requests per second, p50/p99, CPU of the server with its worker
 processes in ms per request, and the cores the other processes of the machine took.
 
+With ``--cpu-requests N`` it then sends each server N light-mix requests (after N/6 of warm-up)
+from ``--clients`` keep-alive clients and reports the CPU a request took in the server process
+and in its children (the query workers) apart, read from ``/proc``: on a machine shared with
+other work, CPU per request holds up where requests per second measures who got the cores.
+
     python benchmarks/bench_endpoint_ab.py --data DIR [--size 10000] [--baseline DIR]
         [--mixes light,site] [--clients 8] [--rounds 3] [--duration 10] [--warmup 1]
+        [--cpu-requests 0]
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import multiprocessing
 import os
 import pickle
+import random
 import shutil
 import statistics
 import subprocess
@@ -55,6 +63,55 @@ def start_ours(code: Path, store: Path, folder: Path) -> Server:
     return server
 
 
+def _cpu_apart(pid: int) -> tuple[float, float]:
+    """CPU seconds of the process and of its live children, apart."""
+    tick = os.sysconf("SC_CLK_TCK")
+    own = children = 0.0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == pid:
+            own = (int(fields[11]) + int(fields[12])) / tick
+        elif int(fields[1]) == pid:
+            children += (int(fields[11]) + int(fields[12])) / tick
+    return own, children
+
+
+async def _send_many(url: str, kinds: tuple[be.Kind, ...], data: be.MixData, count: int, clients: int) -> None:
+    import httpx
+
+    weights = [k.weight for k in kinds]
+    left = [count]
+
+    async def client(i: int) -> None:
+        rng = random.Random(i)
+        limits = httpx.Limits(max_connections=1, max_keepalive_connections=1)
+        async with httpx.AsyncClient(timeout=120, limits=limits) as http:
+            while left[0] > 0:
+                left[0] -= 1
+                kind = kinds[rng.choices(range(len(kinds)), weights)[0]]
+                response = await http.get(
+                    url, params={"query": be.instance(kind, data, rng)}, headers={"Accept": kind.accept}
+                )
+                response.raise_for_status()
+
+    await asyncio.gather(*(client(i) for i in range(clients)))
+
+
+def cpu_per_request(url: str, pid: int, kinds: tuple[be.Kind, ...], data: be.MixData, count: int, clients: int) -> str:
+    asyncio.run(_send_many(url, kinds, data, max(1, count // 6), clients))  # warm-up
+    own0, kids0 = _cpu_apart(pid)
+    asyncio.run(_send_many(url, kinds, data, count, clients))
+    own1, kids1 = _cpu_apart(pid)
+    load = Path("/proc/loadavg").read_text().split()[0]
+    own, kids = 1000 * (own1 - own0) / count, 1000 * (kids1 - kids0) / count
+    return f"{own:.2f} | {kids:.2f} | {own + kids:.2f} | {load}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--data", type=Path, required=True, help="prepared data (made there if absent)")
@@ -65,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--duration", type=float, default=10.0, help="timed seconds per window")
     parser.add_argument("--warmup", type=float, default=1.0)
+    parser.add_argument("--cpu-requests", type=int, default=0, help="light-mix requests per server for CPU")
     args = parser.parse_args(argv)
     saved = args.data / "prepared.pickle"
     if not saved.exists():
@@ -88,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
         for server, _ in servers.values():
             be.settle(server.process.pid)
         with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
-            for mix in args.mixes.split(","):
+            for mix in [m for m in args.mixes.split(",") if m]:
                 kinds = tuple(every if mix == "site" else [k for k in every if not k.heavy])
                 rates: dict[str, list[float]] = {name: [] for name in servers}
                 print(f"\nmix {mix}, {args.clients} clients, {args.duration:g} s windows")
@@ -131,6 +189,16 @@ def main(argv: list[str] | None = None) -> int:
                         f"median {statistics.median(ratios):.2f}× ({statistics.median(values):,.1f} against "
                         f"{statistics.median(ox):,.1f} req/s)"
                     )
+        if args.cpu_requests:
+            light = tuple(k for k in every if not k.heavy)
+            print(f"\nCPU per request, light mix, {args.clients} clients, {args.cpu_requests:,} requests each")
+            print("| server | server process ms | its children ms | total ms | load average |")
+            print("|---|---:|---:|---:|---:|")
+            for name, (server, path) in servers.items():
+                row = cpu_per_request(
+                    server.url + path, server.process.pid, light, prep.data, args.cpu_requests, args.clients
+                )
+                print(f"| {name} | {row} |", flush=True)
     finally:
         for server, _ in servers.values():
             server.stop()
