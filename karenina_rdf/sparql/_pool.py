@@ -14,10 +14,16 @@ on demand. A query that has run ``heavy_after`` seconds is heavy and must take o
 ``heavy_slots`` tokens; when none is free it is killed with a 503 that says so. The pool has
 ``heavy_slots + reserve`` workers, so a cheap query finds one within about ``heavy_after``
 seconds however many heavy ones are running.
+
+:meth:`QueryPool.run_async` does the same on the server's event loop, without a thread: the
+reply pipe is watched by the loop and the checks are timers. It takes a worker only when one is
+idle (otherwise the caller runs :meth:`QueryPool.run` on a thread, which may wait for one or
+start one); the limits and the answers are the same.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import json
 import logging
@@ -40,6 +46,9 @@ from ._worker import FRAME
 log = logging.getLogger("karenina_rdf.endpoint")
 
 POLL_SECONDS = 0.02
+# A request frame the event loop writes itself (run_async); larger ones go by a thread. Below the
+# 64 KiB a pipe holds, so the write into an idle worker's empty pipe cannot block.
+ASYNC_REQUEST_BYTES = 32 * 1024
 START_TIMEOUT = 60.0
 PAGE = os.sysconf("SC_PAGE_SIZE")
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -107,8 +116,15 @@ class _Process:
             return 0
 
     def send(self, header: Mapping[str, Any]) -> None:
+        self.write(self.frame(header))
+
+    @staticmethod
+    def frame(header: Mapping[str, Any]) -> bytes:
         head = json.dumps(header).encode()
-        data = memoryview(FRAME.pack(len(head), 0) + head)
+        return FRAME.pack(len(head), 0) + head
+
+    def write(self, frame: bytes) -> None:
+        data = memoryview(frame)
         while data:
             data = data[os.write(self.requests, data) :]
 
@@ -116,14 +132,23 @@ class _Process:
         """A whole reply if one came within ``wait`` seconds (None if not yet); ``EOFError``
         if the worker is gone."""
         if self.poller.poll(max(0, int(wait * 1000 + 0.999))):
-            while True:
-                try:
-                    chunk = os.read(self.replies, 1 << 16)  # a pipe holds 64 KiB: no bigger buffer
-                except BlockingIOError:
-                    break
-                if not chunk:
-                    raise EOFError
-                self.buffer += chunk
+            return self.drain()
+        return self.reply()
+
+    def drain(self) -> tuple[dict[str, Any], bytes] | None:
+        """What the pipe holds now, read without waiting: a whole reply, or None; ``EOFError``
+        if the worker is gone."""
+        while True:
+            try:
+                chunk = os.read(self.replies, 1 << 16)  # a pipe holds 64 KiB: no bigger buffer
+            except BlockingIOError:
+                break
+            if not chunk:
+                raise EOFError
+            self.buffer += chunk
+        return self.reply()
+
+    def reply(self) -> tuple[dict[str, Any], bytes] | None:
         if len(self.buffer) < FRAME.size:
             return None
         head_size, body_size = FRAME.unpack_from(self.buffer)
@@ -349,19 +374,9 @@ class QueryPool:
         if snap is None:
             self._checkin(worker, worker.snapshot, alive=True)
             raise QueryFailed(503, "the endpoint has no snapshot of its store yet")
-        request = {
-            "snapshot": snap.path,
-            "query": text,
-            "base": base,
-            "prefixes": dict(prefixes),
-            "dataset": snap.dataset if dataset is None else encode_dataset(dataset),
-            "results": results_format,
-            "graphs": graphs_format,
-            "max_bytes": max_bytes,
-            "seconds": deadline - time.monotonic(),
-            "timeout": timeout,
-            "text": dict(text_index) if text_index else None,
-        }
+        request = _request(
+            snap, text, base, prefixes, dataset, results_format, graphs_format, max_bytes, deadline, timeout, text_index
+        )
         alive = False
         try:
             # The worker holds the snapshot from the request on (it may open it).
@@ -371,25 +386,125 @@ class QueryPool:
             header, body = self._watch(worker, deadline, timeout)
             alive = True
         except (EOFError, OSError) as exc:
-            # The engine aborted (pyoxigraph 0.5 panics on some sorts: the whole server died of
-            # it before queries ran in workers), or the address-space backstop was hit.
-            worker.kill()
-            code = worker.proc.returncode
-            how = f"signal {_signal_name(-code)}" if code is not None and code < 0 else f"exit code {code}"
-            log.warning("a query worker (pid %d) ended during a query (%s): %s", worker.pid, how, exc or "")
-            raise QueryFailed(
-                502, f"the query failed: its worker process ended ({how}) before it answered; the server goes on"
-            ) from None
+            raise _ended(worker, exc) from None
         finally:
             self._checkin(worker, snap, alive=alive)
-        if header.get("log"):
-            log.warning("%s", header["log"])
-        status = header.get("status")
-        if status != 200:
-            if status == 500:
-                log.error("unexpected error in a query worker: %s", header.get("log"))
-            raise QueryFailed(int(status or 500), str(header.get("message") or "the query failed"))
-        return body, str(header["format"])
+        return _answer(header, body)
+
+    async def run_async(
+        self,
+        text: str,
+        *,
+        base: str | None,
+        prefixes: Mapping[str, str],
+        dataset: Mapping[str, Any] | None,
+        results_format: str | tuple[int, str],
+        graphs_format: str | tuple[int, str],
+        max_bytes: int,
+        deadline: float,
+        timeout: float,
+    ) -> tuple[bytes, str] | None:
+        """:meth:`run` on the running event loop, with no thread: None (and nothing done) when no
+        worker is idle or the request is too large for the pipe at once; then call :meth:`run`
+        on a thread. The worker is watched as :meth:`run` watches it: the reply pipe by the loop,
+        the deadline, the memory and the heavy-query slot by timers."""
+        with self._lock:
+            snap = self._current
+            if self._closed or snap is None or not self._idle:
+                return None
+            worker = self._idle.pop()
+            # The worker holds the snapshot from the request on (it may open it).
+            self._hold(worker, snap)
+        request = _request(
+            snap, text, base, prefixes, dataset, results_format, graphs_format, max_bytes, deadline, timeout, None
+        )
+        frame = worker.frame(request)
+        if len(frame) > ASYNC_REQUEST_BYTES:
+            # An idle worker's request pipe is empty, and a write up to its size does not block
+            # the loop; a larger one could.
+            self._checkin(worker, snap, alive=True)
+            return None
+        alive = False
+        try:
+            worker.write(frame)
+            header, body = await self._watch_async(worker, deadline, timeout)
+            alive = True
+        except (EOFError, OSError) as exc:
+            raise _ended(worker, exc) from None
+        except asyncio.CancelledError:
+            worker.kill()  # the reply would come to nobody; a worker mid-query is not reusable
+            raise
+        finally:
+            self._checkin(worker, snap, alive=alive)
+        return _answer(header, body)
+
+    async def _watch_async(self, worker: _Process, deadline: float, timeout: float) -> tuple[dict[str, Any], bytes]:
+        loop = asyncio.get_running_loop()
+        state: dict[str, Any] = {}
+
+        def wake(waiter: asyncio.Future[None]) -> None:
+            if not waiter.done():
+                waiter.set_result(None)
+
+        def unwatch() -> None:
+            # Before the pipe is closed (a kill closes it): its number may be a new worker's next.
+            if state.pop("watched", False):
+                loop.remove_reader(worker.replies)
+
+        def readable() -> None:
+            try:
+                reply = worker.drain()
+            except (EOFError, OSError) as exc:
+                state["error"] = exc
+            else:
+                if reply is None:
+                    return
+                state["reply"] = reply
+            unwatch()
+            wake(state["waiter"])
+
+        async def stop(message: str) -> QueryFailed:
+            unwatch()
+            # SIGKILL and reaped before the client hears of it, as _stop; the reaping (a large
+            # process takes a while to tear down) on a thread, not on the loop.
+            await asyncio.to_thread(worker.kill)
+            return QueryFailed(503, message)
+
+        started = time.monotonic()
+        heavy = False
+        state["waiter"] = loop.create_future()
+        loop.add_reader(worker.replies, readable)
+        state["watched"] = True
+        try:
+            while True:
+                if "reply" in state:
+                    reply: tuple[dict[str, Any], bytes] = state["reply"]
+                    return reply
+                if "error" in state:
+                    raise state["error"]
+                now = time.monotonic()
+                if now >= deadline:
+                    raise await stop(_timed_out(timeout))
+                if not heavy and now - started >= self.heavy_after:
+                    if not self._heavy.acquire(blocking=False):
+                        raise await stop(_slots_busy(self.heavy_after, self.heavy_slots))
+                    heavy = True
+                if self.memory_limit and worker.resident() > self.memory_limit:
+                    raise await stop(_too_much_memory(self.memory_limit))
+                wait = min(POLL_SECONDS, deadline - now)
+                if not heavy:
+                    wait = min(wait, started + self.heavy_after - now)
+                waiter = state["waiter"]
+                timer = loop.call_later(max(0.0, wait), wake, waiter)
+                try:
+                    await waiter
+                finally:
+                    timer.cancel()
+                state["waiter"] = loop.create_future()
+        finally:
+            unwatch()
+            if heavy:
+                self._heavy.release()
 
     def _watch(self, worker: _Process, deadline: float, timeout: float) -> tuple[dict[str, Any], bytes]:
         started = time.monotonic()
@@ -401,18 +516,10 @@ class QueryPool:
                     raise self._stop(worker, _timed_out(timeout))
                 if not heavy and now - started >= self.heavy_after:
                     if not self._heavy.acquire(blocking=False):
-                        raise self._stop(
-                            worker,
-                            f"the query ran longer than {self.heavy_after:g} s while all {self.heavy_slots} "
-                            "long-query slots were busy (serve --max-running); try again later",
-                        )
+                        raise self._stop(worker, _slots_busy(self.heavy_after, self.heavy_slots))
                     heavy = True
                 if self.memory_limit and worker.resident() > self.memory_limit:
-                    raise self._stop(
-                        worker,
-                        f"the query used more memory than the endpoint's limit of {mebibytes(self.memory_limit)} "
-                        "(serve --max-query-memory)",
-                    )
+                    raise self._stop(worker, _too_much_memory(self.memory_limit))
                 wait = min(POLL_SECONDS, deadline - now)
                 if not heavy:
                     wait = min(wait, started + self.heavy_after - now)
@@ -475,6 +582,69 @@ def _abandon(idle: list[_Process], snapshots: dict[str, _Snapshot]) -> None:
 
 def _timed_out(timeout: float) -> str:
     return f"the query ran longer than the endpoint's time limit of {timeout:g} s"
+
+
+def _slots_busy(heavy_after: float, slots: int) -> str:
+    return (
+        f"the query ran longer than {heavy_after:g} s while all {slots} "
+        "long-query slots were busy (serve --max-running); try again later"
+    )
+
+
+def _too_much_memory(limit: int) -> str:
+    return f"the query used more memory than the endpoint's limit of {mebibytes(limit)} (serve --max-query-memory)"
+
+
+def _request(
+    snap: _Snapshot,
+    text: str,
+    base: str | None,
+    prefixes: Mapping[str, str],
+    dataset: Mapping[str, Any] | None,
+    results_format: str | tuple[int, str],
+    graphs_format: str | tuple[int, str],
+    max_bytes: int,
+    deadline: float,
+    timeout: float,
+    text_index: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    return {
+        "snapshot": snap.path,
+        "query": text,
+        "base": base,
+        "prefixes": dict(prefixes),
+        "dataset": snap.dataset if dataset is None else encode_dataset(dataset),
+        "results": results_format,
+        "graphs": graphs_format,
+        "max_bytes": max_bytes,
+        "seconds": deadline - time.monotonic(),
+        "timeout": timeout,
+        "text": dict(text_index) if text_index else None,
+    }
+
+
+def _ended(worker: _Process, exc: BaseException) -> QueryFailed:
+    """The worker died under a query: the engine aborted (pyoxigraph 0.5 panics on some sorts: the
+    whole server died of it before queries ran in workers), or the address-space backstop was hit."""
+    worker.kill()
+    code = worker.proc.returncode
+    how = f"signal {_signal_name(-code)}" if code is not None and code < 0 else f"exit code {code}"
+    log.warning("a query worker (pid %d) ended during a query (%s): %s", worker.pid, how, exc or "")
+    return QueryFailed(
+        502, f"the query failed: its worker process ended ({how}) before it answered; the server goes on"
+    )
+
+
+def _answer(header: Mapping[str, Any], body: bytes) -> tuple[bytes, str]:
+    """A worker's reply as the result and its format name, or its refusal as :class:`QueryFailed`."""
+    if header.get("log"):
+        log.warning("%s", header["log"])
+    status = header.get("status")
+    if status != 200:
+        if status == 500:
+            log.error("unexpected error in a query worker: %s", header.get("log"))
+        raise QueryFailed(int(status or 500), str(header.get("message") or "the query failed"))
+    return body, str(header["format"])
 
 
 def _graph_name(term: Any) -> str:

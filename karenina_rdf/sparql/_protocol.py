@@ -270,6 +270,9 @@ class Runner:
         # pyoxigraph custom functions on threads, and where the index is for a worker process.
         self.text_functions: Callable[[str], dict[Any, Any] | None] = lambda text: None
         self.text_index: Callable[[str], Mapping[str, Any] | None] = lambda text: None
+        # Whether preparing ``text`` for a worker may block (``text_index`` brings the index in
+        # step): then it goes by a thread, not run_query_async.
+        self.needs_thread: Callable[[str], bool] = lambda text: False
 
     def federates(self, text: str) -> bool:
         """Whether ``text`` names SERVICE or LOAD targets, all allowed (``check_services`` has
@@ -397,7 +400,22 @@ class Runner:
     ) -> tuple[bytes, str]:
         """The query in one of the pool's worker processes. Negotiation is done here for both
         kinds of result (the worker picks the one that fits, or answers its 406)."""
+        try:
+            return pool.run(
+                **self._worker_request(op, dataset, accept, fmt, started),
+                text_index=self.text_index(op.text),
+            )
+        except QueryFailed as exc:
+            raise ProtocolError(exc.status, exc.message) from None
 
+    def _worker_request(
+        self,
+        op: Operation,
+        dataset: Callable[[], Mapping[str, Any]] | None,
+        accept: str | None,
+        fmt: str | None,
+        started: float,
+    ) -> dict[str, Any]:
         def format_for(offered: Sequence[str]) -> str | tuple[int, str]:
             try:
                 return negotiate(accept, offered, fmt)
@@ -413,19 +431,34 @@ class Runner:
         elif dataset is not None:
             kwargs = dataset()
         limits = self.limits
+        return {
+            "text": op.text,
+            "base": op.base,
+            "prefixes": PREFIXES,
+            "dataset": kwargs,
+            "results_format": format_for(RESULTS),
+            "graphs_format": format_for(GRAPHS),
+            "max_bytes": limits.max_result_bytes,
+            "deadline": started + limits.timeout,
+            "timeout": limits.timeout,
+        }
+
+    async def run_query_async(
+        self,
+        op: Operation,
+        dataset: Callable[[], Mapping[str, Any]] | None,
+        accept: str | None,
+        fmt: str | None,
+        started: float,
+    ) -> tuple[bytes, str] | None:
+        """``run_query`` on the running event loop, for what needs no thread: a query for the
+        pool's workers that calls no full-text function (those bring the index in step first),
+        with an idle worker at hand. None when it needs the thread (nothing was run): then call
+        ``run_query`` on one. ``dataset`` must not block (it is called here)."""
+        if self.pool is None or self.needs_thread(op.text) or self.federates(op.text):
+            return None
         try:
-            return pool.run(
-                op.text,
-                base=op.base,
-                prefixes=PREFIXES,
-                dataset=kwargs,
-                results_format=format_for(RESULTS),
-                graphs_format=format_for(GRAPHS),
-                max_bytes=limits.max_result_bytes,
-                deadline=started + limits.timeout,
-                timeout=limits.timeout,
-                text_index=self.text_index(op.text),
-            )
+            return await self.pool.run_async(**self._worker_request(op, dataset, accept, fmt, started))
         except QueryFailed as exc:
             raise ProtocolError(exc.status, exc.message) from None
 

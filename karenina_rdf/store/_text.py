@@ -69,6 +69,11 @@ class TextSync:
         """The index file (absolute), for readers in other processes; None when in memory."""
         return None if self.store.path is None else str((self.store.path / INDEX_FILE).absolute())
 
+    def needs_index(self, sparql: str) -> bool:
+        """Whether ``worker_spec(sparql)`` has anything to do (it may bring the index in step
+        first, which can take seconds): the endpoint then prepares the query on a thread."""
+        return calls_text_functions(sparql) and self.path is not None
+
     def worker_spec(self, sparql: str) -> dict[str, str] | None:
         """For a query worker process (``sparql._worker``) running ``sparql``: where the index is
         and the functions' IRIs, with the index brought in step first; None when the query

@@ -134,6 +134,7 @@ class Endpoint:
         self.runner.default_dataset = self.dataset
         self.runner.text_functions = self.store.text_functions
         self.runner.text_index = self.store.fulltext.worker_spec
+        self.runner.needs_thread = self.store.fulltext.needs_index  # brought in step first
         self.threads = anyio.CapacityLimiter(64)
         self._write_lock = threading.Lock()
         self._state = threading.Lock()
@@ -141,6 +142,7 @@ class Endpoint:
         self._dataset_at = 0.0
         self._generation = 0  # bumped at the start and end of every write
         self._writing = 0
+        self.bases: dict[tuple[Any, ...], str] = {}  # the endpoint's URL by request (_base_for)
         if self.pool is not None:
             self._start_pool()
 
@@ -300,16 +302,32 @@ async def sparql(request: Request) -> Response:
 
 
 async def _answer(ep: Endpoint, op: Operation, accept: str | None, fmt: str | None, started: float) -> Response:
+    data, name = await _evaluate(ep, op, accept, fmt, started)
+    return Response(data, media_type=content_type(name), headers={"Vary": "Accept"})
+
+
+async def _evaluate(
+    ep: Endpoint, op: Operation, accept: str | None, fmt: str | None, started: float
+) -> tuple[bytes, str]:
+    """The query's result and its format name: in a query worker watched from the event loop when
+    one is idle (no thread hop: the worker process holds the limits), else on a thread."""
+
+    def own_dataset() -> Callable[[], dict[str, Any]] | None:
+        # A query's own FROM / FROM NAMED are its dataset when the request names none (§2.1.4);
+        # None is the store's (the runner's default, or the one published with the snapshot).
+        return (lambda: {}) if dataset_clauses(op.text, PREFIXES) is not None else None
+
+    if ep.pool is not None:  # a store on disk: check_graphs has nothing to check
+        done = await ep.runner.run_query_async(op, own_dataset(), accept, fmt, started)
+        if done is not None:
+            return done
+
     def job() -> tuple[bytes, str]:
         own = dataset_clauses(op.text, PREFIXES)
         ep.check_graphs([*op.default_graphs, *op.named_graphs, *(own[0] + own[1] if own else [])])
-        # A query's own FROM / FROM NAMED are its dataset when the request names none (§2.1.4);
-        # None is the store's (the runner's default, or the one published with the snapshot).
-        dataset: Callable[[], dict[str, Any]] | None = (lambda: {}) if own is not None else None
-        return ep.runner.run_query(ep.store.oxigraph, op, dataset, accept, fmt, started)
+        return ep.runner.run_query(ep.store.oxigraph, op, own_dataset(), accept, fmt, started)
 
-    data, name = await ep.timed(job)
-    return Response(data, media_type=content_type(name), headers={"Vary": "Accept"})
+    return await ep.timed(job)
 
 
 def _endpoint_url(request: Request) -> str:
@@ -615,6 +633,84 @@ class BodyLimit:
         await self.app(scope, counted, send)
 
 
+class _App(FastAPI):
+    """FastAPI, with a query sent by ``GET``/``HEAD /sparql`` answered before its middleware and
+    routing: the bulk of an endpoint's traffic, where they cost more than a cheap query itself
+    (docs/performance.md, "Endpoint under load"). The same checks and answers as the route, which
+    still takes every request this path declines (a service description, CORS, POST)."""
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if (
+            scope["type"] == "http"
+            and scope["path"] == "/sparql"
+            and scope["method"] in ("GET", "HEAD")
+            and await _sparql_get(self, scope, receive, send)
+        ):
+            return
+        await super().__call__(scope, receive, send)
+
+
+async def _sparql_get(app: FastAPI, scope: Any, receive: Any, send: Any) -> bool:
+    """Answer a query by GET; False (nothing sent) for what the full route must answer."""
+    ep: Endpoint = app.state.endpoint
+    if ep.settings.cors_origins:
+        return False  # CORSMiddleware's headers
+    started = time.monotonic()
+    host = accept = None
+    for key, value in scope["headers"]:
+        if key == b"content-length":
+            # BodyLimit's answer to a declared body past the limit; a GET's body is never read.
+            if value.isdigit() and int(value) > ep.settings.max_body_bytes:
+                await _send_with_nosniff(_error(413, _too_large(ep.settings.max_body_bytes)), scope, receive, send)
+                return True
+        elif key == b"host" and host is None:  # the first, as Starlette reads them
+            host = value
+        elif key == b"accept" and accept is None:
+            accept = value.decode("latin-1")
+    try:
+        query_string = scope["query_string"].decode()  # as Starlette reads it
+    except UnicodeDecodeError:
+        return False
+    scope["app"] = app  # what Request(scope).app reads, for the error handlers
+    response: Response
+    try:
+        op = parse_request(scope["method"], query_string, None, b"")
+        if op is None:
+            return False  # the service description (or the HTML query page)
+        ep.runner.check_services(op.text)
+        op.base = _base_for(ep, scope, host)
+        data, name = await _evaluate(ep, op, accept, op.param("format"), started)
+        response = Response(data, media_type=content_type(name), headers={"Vary": "Accept"})
+    except ProtocolError as exc:
+        response = _error(exc.status, exc.message, exc.headers)
+    except KareninaRDFError as exc:
+        response = await _on_library_error(Request(scope), exc)
+    except Exception as exc:
+        response = await _on_unexpected(Request(scope), exc)
+    await _send_with_nosniff(response, scope, receive, send)
+    return True
+
+
+async def _send_with_nosniff(response: Response, scope: Any, receive: Any, send: Any) -> None:
+    # What SecurityHeaders adds to a response that is not HTML.
+    response.raw_headers.append(_HEADERS_ALWAYS[0])
+    await response(scope, receive, send)
+
+
+def _base_for(ep: Endpoint, scope: Any, host: bytes | None) -> str:
+    """``_endpoint_url`` of the request, remembered per scheme, host and path (a few, unless
+    clients send many Host headers: then it starts over)."""
+    server = scope.get("server")
+    key = (scope.get("scheme"), host, scope.get("root_path"), scope["path"], tuple(server) if server else None)
+    base = ep.bases.get(key)
+    if base is None:
+        base = _endpoint_url(Request({**scope, "query_string": b""}))  # a 400 for a Host no IRI takes
+        if len(ep.bases) >= 64:
+            ep.bases.clear()
+        ep.bases[key] = base
+    return base
+
+
 def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAPI:
     """The endpoint over ``store`` as an ASGI app (``karenina-rdf serve`` runs it with uvicorn)."""
     settings = settings or EndpointSettings()
@@ -628,7 +724,7 @@ def create_app(store: Store, settings: EndpointSettings | None = None) -> FastAP
         finally:
             endpoint.close()  # the query workers and the snapshots
 
-    app = FastAPI(
+    app = _App(
         title="karenina-rdf",
         docs_url=None,
         redoc_url=None,
