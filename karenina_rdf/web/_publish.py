@@ -587,7 +587,7 @@ server {{
     rules = "\n".join(
         f"RewriteCond %{{HTTP_ACCEPT}} {re.escape(MEDIA[f])}\n"
         f"RewriteCond %{{REQUEST_FILENAME}}{s} -f\n"
-        f"RewriteRule ^(.+)$ $1{s} [L]"
+        f"RewriteRule ^(.+)$ $1{s} [B=%?#,L]"
         for f, s in RDF_SUFFIXES.items()
     )
     addtypes = "\n".join(f"AddType {m} .{e}" for e, m in SITE_TYPES.items())
@@ -607,6 +607,7 @@ RewriteEngine On
 RewriteOptions AllowNoSlash
 RewriteBase {path}
 # A request whose Accept header names an RDF media type gets the resource's file with that suffix.
+# (B=%?#: the path is decoded once already; a "%" kept in a file's name must not be decoded again.)
 {rules}
 # Else a folder asked for without its slash: redirected to it, as mod_dir does.
 RewriteCond %{{REQUEST_FILENAME}} -d
@@ -632,7 +633,11 @@ RewriteRule ^ %{{REQUEST_URI}}/ [R=301,L]
     route {{
 {matchers}
 {typed}
-        file_server
+        # A folder's page at the folder's name too, as nginx serves it: Caddy's redirect to the
+        # name with a slash loses a "%" kept in a file's name (an id holding "/").
+        file_server {{
+            disable_canonical_uris
+        }}
     }}
 }}
 """

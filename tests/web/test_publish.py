@@ -292,7 +292,7 @@ def test_query_page_only_with_an_endpoint(case: Case, sites: dict[str, tuple[Pat
             ".htaccess",
             [
                 "RewriteCond %{HTTP_ACCEPT} text/turtle",
-                "RewriteRule ^(.+)$ $1.nt [L]",
+                "RewriteRule ^(.+)$ $1.nt [B=%?#,L]",
                 "AddType text/turtle .ttl",
                 "DirectorySlash Off",
             ],

@@ -9,6 +9,7 @@ the explicit file URLs. A server that is not installed is a skip, saying which p
 from __future__ import annotations
 
 import grp
+import json
 import os
 import pwd
 import re
@@ -20,12 +21,15 @@ import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import quote, unquote
 
 import httpx
 import pyoxigraph as ox
 import pytest
 
+from karenina_rdf import Store
 from karenina_rdf.rdf import DEFAULT_BASE_IRI
+from tests.conftest import EXAMPLES
 from tests.helpers.servers import free_port
 from tests.web.test_publish import RDF_FILES, VOCABULARIES, _source
 
@@ -215,7 +219,7 @@ def served(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
     try:
         port = free_port()
         base = f"http://127.0.0.1:{port}/kb/"
-        store = _source()
+        store = _source_with_a_slash()
         try:
             publish(store, [], base, root / "kb")
         finally:
@@ -254,6 +258,21 @@ def _wait(served: Served, tmp: Path, seconds: float = 60) -> None:
     raise RuntimeError(f"{served.server} did not serve {served.base} (exit {served.process.poll()}):\n{logs}")
 
 
+def _source_with_a_slash() -> Store:
+    """The examples, and a copy of one whose first question's id holds a "/" (Karenina allows
+    it): no static host serves that question at its IRI, ``publish`` puts it under the id kept
+    encoded (``%252F`` in the URL), and the configurations must not decode that twice."""
+    store = _source()
+    doc = json.loads((EXAMPLES / "bioinformatics-methods.jsonld").read_text(encoding="utf-8"))
+    doc["@id"], doc["name"] = SLASHED_BENCH, "Bioinformatics methods, slashed"
+    for n, item in enumerate(doc["dataFeedElement"]):
+        item["@id"] = SLASHED_ID if n == 0 else item["@id"] + "-copy"
+    store.import_checkpoint(doc, name="a copy with an id holding a slash")
+    return store
+
+
+SLASHED_BENCH = "urn:uuid:karenina-checkpoint-slashed"
+SLASHED_ID = "urn:uuid:question-fastq/lines"
 PHARMA = "benchmarks/urn:uuid:karenina-checkpoint-1795172400.0"
 # Each kind of resource, by its IRI after the base (no trailing slash: the IRI as cited).
 RESOURCES = {
@@ -262,7 +281,16 @@ RESOURCES = {
     "run": "runs/pharmacology-2026-05",
     "result": "runs/pharmacology-2026-05/results/44d9b09977e3d8af",
     "model": "models/langchain/gpt-4o",
+    # Its IRI holds %2F, so it is published under %252F (see _served).
+    "question-id-with-slash": f"benchmarks/{SLASHED_BENCH}/questions/{quote(SLASHED_ID, safe=':')}",
 }
+
+
+def _served(path: str) -> str:
+    """Where a resource is published (``publish``'s rule: a segment with ``%2F`` kept encoded)."""
+    return path.replace("%2F", "%252F")
+
+
 # Pages that are no resource (no RDF of their own): always the page.
 INDEXES = {"index": "", "runs": "runs/", "compare": "compare/", "run-comparison": "compare/pharmacology-2026-05/"}
 BROWSER = "text/html,application/xhtml+xml,application/xml;q=0.9,image/avif,image/webp,*/*;q=0.8"
@@ -303,12 +331,12 @@ def _check_page(served: Served, response: httpx.Response, page: str) -> None:
     """The page a visitor asked for: 200, HTML, the published file itself."""
     assert response.status_code == 200, (served.label, str(response.url), response.status_code)
     assert _media(response) == "text/html", (served.label, str(response.url), response.headers)
-    file = served.site / (page + "index.html")
+    file = served.site / unquote(page + "index.html")
     assert response.content == file.read_bytes()
     assert "<h1" in response.text
     # Served at the IRI, or redirected to the folder, under the base (a sub-path, not the
     # host's root): the page's links are absolute paths, right at either.
-    assert str(response.url) in (served.base + page, served.base + page.rstrip("/"))
+    assert str(response.url) in (served.base + page, (served.base + page).rstrip("/"))
 
 
 def _check_rdf(served: Served, response: httpx.Response, iri: str, suffix: str) -> None:
@@ -336,14 +364,14 @@ def _vary(response: httpx.Response) -> bool:
 @pytest.mark.parametrize("kind", list(RESOURCES))
 def test_a_resource_iri_negotiates(served: Served, kind: str, accept: str | None) -> None:
     """A resource's IRI, asked with an Accept header: its page or its RDF, with Vary: Accept."""
-    path = RESOURCES[kind]
+    iri, path = RESOURCES[kind], _served(RESOURCES[kind])
     response = _get(served, path, accept)
     wanted = ACCEPTS[accept]
     if wanted == "page":
         _check_page(served, response, path + "/")
     else:
-        _check_rdf(served, response, served.base + path, wanted)
-        assert response.content == (served.site / (path + wanted)).read_bytes()
+        _check_rdf(served, response, served.base + iri, wanted)
+        assert response.content == (served.site / unquote(path + wanted)).read_bytes()
     assert _vary(response), (served.label, response.headers)
 
 
@@ -351,9 +379,8 @@ def test_a_resource_iri_negotiates(served: Served, kind: str, accept: str | None
 @pytest.mark.parametrize("kind", list(RESOURCES))
 def test_a_resource_file_url_is_its_format(served: Served, kind: str, suffix: str) -> None:
     """``X.ttl`` and the others are that format whatever the Accept header (a browser's here)."""
-    path = RESOURCES[kind]
-    response = _get(served, path + suffix, BROWSER)
-    _check_rdf(served, response, served.base + path, suffix)
+    response = _get(served, _served(RESOURCES[kind]) + suffix, BROWSER)
+    _check_rdf(served, response, served.base + RESOURCES[kind], suffix)
 
 
 @pytest.mark.parametrize("accept", list(ACCEPTS), ids=lambda a: "none" if a is None else a[:30])
@@ -365,7 +392,8 @@ def test_an_index_page_is_a_page(served: Served, page: str, accept: str | None) 
 @pytest.mark.parametrize("kind", list(RESOURCES))
 def test_a_resource_page_url_is_its_page(served: Served, kind: str) -> None:
     """``X/``, the page's own URL (the sitemap's and the site's links), as a browser asks."""
-    _check_page(served, _get(served, RESOURCES[kind] + "/", BROWSER), RESOURCES[kind] + "/")
+    path = _served(RESOURCES[kind]) + "/"
+    _check_page(served, _get(served, path, BROWSER), path)
 
 
 def test_the_site_without_its_slash_is_its_index(served: Served) -> None:
