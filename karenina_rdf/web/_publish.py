@@ -575,13 +575,34 @@ class _Writer:
             self.put(name, text.encode())
 
 
+# The media type of each kind of file a site holds, set by each configuration itself: a host's
+# own tables differ (Caddy has no type for ``.nt`` without /etc/mime.types, nginx's mime.types
+# none for ``.ttl``, Debian's Apache calls ``.gz`` application/x-gzip).
+SITE_TYPES = {
+    "html": "text/html",
+    "css": "text/css",
+    "js": "text/javascript",
+    "svg": "image/svg+xml",
+    "json": "application/json",
+    "csv": "text/csv",
+    "xml": "application/xml",
+    "txt": "text/plain",
+    "gz": "application/gzip",  # the dump: a file to download, not an encoding to undo
+    **{s[1:]: MEDIA[f] for f, s in RDF_SUFFIXES.items()},
+}
+
+
 def server_configs(base: str) -> dict[str, str]:
-    """Content negotiation for the published site: a request for a resource's IRI that prefers
-    an RDF format gets the file with its suffix; a browser gets the page."""
+    """Content negotiation for the published site: a request for a resource's IRI whose Accept
+    header names an RDF media type gets the file with its suffix; any other (a browser's,
+    ``*/*``, none) gets the page. The media types are tried in a fixed order (Turtle, N-Triples,
+    JSON-LD, RDF/XML), not by q-value. Each answer says ``Vary: Accept``.
+
+    tests/web/test_publish_servers.py runs all three with Debian's nginx, Apache and Caddy."""
     parts = urlsplit(base)
     path = parts.path or "/"
     host = parts.netloc.split(":")[0]
-    types = "\n".join(f"        {m} {s[1:]};" for f, s in RDF_SUFFIXES.items() for m in [MEDIA[f]])
+    types = "\n".join(f"            {m} {e};" for e, m in SITE_TYPES.items())
     maps = "\n".join(f'    "~*{re.escape(MEDIA[f])}" "{s}";' for f, s in RDF_SUFFIXES.items())
     nginx = f"""# nginx: content negotiation for the karenina-rdf site published under {base}
 # Put the site's files in /srv/karenina-site{path} (so that {path}index.html is a file there),
@@ -595,19 +616,14 @@ server {{
     server_name {host};
     root /srv/karenina-site;
     location {path} {{
+        # The site's media types (in place of the http block's, for this location only).
         types {{
-            text/html html;
-            text/css css;
-            image/svg+xml svg;
-            application/javascript js;
-            application/json json;
-            text/csv csv;
-            application/xml xml;
 {types}
-            application/n-quads nq;
         }}
+        default_type application/octet-stream;
         add_header Vary Accept;
-        # An RDF media type first: the resource's file with that suffix; else the page.
+        # An RDF media type first: the resource's file with that suffix; else the file asked
+        # for, else the folder's page (at the IRI itself, no redirect).
         try_files $uri$karenina_rdf_suffix $uri $uri/index.html =404;
     }}
 }}
@@ -615,33 +631,58 @@ server {{
     rules = "\n".join(
         f"RewriteCond %{{HTTP_ACCEPT}} {re.escape(MEDIA[f])}\n"
         f"RewriteCond %{{REQUEST_FILENAME}}{s} -f\n"
-        f"RewriteRule ^(.+?)/?$ $1{s} [L]"
+        f"RewriteRule ^(.+)$ $1{s} [B=%?#,L]"
         for f, s in RDF_SUFFIXES.items()
     )
-    addtypes = "\n".join(f"AddType {MEDIA[f]} {s}" for f, s in RDF_SUFFIXES.items())
+    addtypes = "\n".join(f"AddType {m} .{e}" for e, m in SITE_TYPES.items())
     apache = f"""# Apache: content negotiation for the karenina-rdf site published under {base}
-# This file sits at the site's root ({path}); it needs mod_rewrite, mod_headers and AllowOverride All.
+# This file sits at the site's root ({path}); it needs mod_rewrite, mod_headers, mod_mime,
+# mod_dir and AllowOverride All (or FileInfo Indexes) for that folder.
 {addtypes}
-AddType application/n-quads .nq
+# The dump is a gzip file to download, not gzip-encoded N-Quads for a client to unpack.
+RemoveEncoding .gz
 DirectoryIndex index.html
-Header append Vary Accept
+Header merge Vary Accept
+# A resource's IRI is a folder (its page) beside its RDF files: mod_dir's redirect to the
+# folder ("DirectorySlash") would come before the RDF rules below take effect, so they
+# make that redirect themselves, after the RDF rules.
+DirectorySlash Off
 RewriteEngine On
+RewriteOptions AllowNoSlash
 RewriteBase {path}
-# A request that prefers an RDF media type gets the resource's file with that suffix.
+# A request whose Accept header names an RDF media type gets the resource's file with that suffix.
+# (B=%?#: the path is decoded once already; a "%" kept in a file's name must not be decoded again.)
 {rules}
+# Else a folder asked for without its slash: redirected to it, as mod_dir does.
+RewriteCond %{{REQUEST_FILENAME}} -d
+RewriteCond %{{REQUEST_URI}} !/$
+RewriteRule ^ %{{REQUEST_URI}}/ [R=301,L]
 """
     matchers = "\n".join(
-        f"    @{f} {{\n        header Accept *{MEDIA[f]}*\n        file {{path}}{s}\n    }}\n"
-        f"    rewrite @{f} {{path}}{s}"
+        f"        @{f} {{\n            header Accept *{MEDIA[f]}*\n            file {{path}}{s}\n        }}\n"
+        f"        rewrite @{f} {{path}}{s}"
         for f, s in RDF_SUFFIXES.items()
+    )
+    typed = "\n".join(
+        f"        @type_{e} path *.{e}\n        header @type_{e} Content-Type {m}"
+        for e, m in SITE_TYPES.items()
+        if e not in ("html", "css", "js", "svg", "json", "xml")  # Caddy's own (Go's built-in) types
     )
     caddy = f"""# Caddy: content negotiation for the karenina-rdf site published under {base}
 # Put the site's files in /srv/karenina-site{path}, then `caddy run --config Caddyfile`.
 {parts.scheme}://{parts.netloc} {{
     root * /srv/karenina-site
     header Vary Accept
+    # In this order: the RDF file an Accept header names, then its media type, then the file.
+    route {{
 {matchers}
-    file_server
+{typed}
+        # A folder's page at the folder's name too, as nginx serves it: Caddy's redirect to the
+        # name with a slash loses a "%" kept in a file's name (an id holding "/").
+        file_server {{
+            disable_canonical_uris
+        }}
+    }}
 }}
 """
     return {"nginx.conf": nginx, ".htaccess": apache, "Caddyfile": caddy}

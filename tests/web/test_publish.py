@@ -292,7 +292,12 @@ def test_query_page_only_with_an_endpoint(case: Case, sites: dict[str, tuple[Pat
         ),
         (
             ".htaccess",
-            ["RewriteCond %{HTTP_ACCEPT} text/turtle", "RewriteRule ^(.+?)/?$ $1.nt [L]", "AddType text/turtle .ttl"],
+            [
+                "RewriteCond %{HTTP_ACCEPT} text/turtle",
+                "RewriteRule ^(.+)$ $1.nt [B=%?#,L]",
+                "AddType text/turtle .ttl",
+                "DirectorySlash Off",
+            ],
         ),
         ("Caddyfile", ["header Accept *text/turtle*", "rewrite @ntriples {path}.nt", "file_server"]),
     ],
@@ -300,6 +305,7 @@ def test_query_page_only_with_an_endpoint(case: Case, sites: dict[str, tuple[Pat
 def test_content_negotiation_configs(
     name: str, wanted: list[str], sites: dict[str, tuple[Path, PublishReport]]
 ) -> None:
+    """What each configuration says, for each base (test_publish_servers.py runs them)."""
     for case in CASES:
         text = (sites[case.name][0] / name).read_text(encoding="utf-8")
         assert all(w in text for w in wanted), name
