@@ -6,15 +6,31 @@ from ._catalog import CONTENT_HASH, FILE_HASH, GRAPH, IMPORTED_AT, RUN_GRAPH, SO
 from ._loading import Sink
 from ._remote import is_url
 from ._store import BASE_IRI_ENV, STORE_ENV, BenchmarkSummary, Generation, GraphStore, default_store_path
+from ._versions import (
+    BenchmarkDiff,
+    BenchmarkVersion,
+    QuestionChange,
+    drop_version,
+    export_version,
+    find_version,
+    save_version,
+    versions,
+)
+from ._versions import diff as diff_versions
+from ._versions import first_facts as first_version_facts
+from ._versions import replace_facts as version_facts
 
 __all__ = [
     "BASE_IRI_ENV",
+    "BenchmarkDiff",
     "BenchmarkSummary",
+    "BenchmarkVersion",
     "CONTENT_HASH",
     "FILE_HASH",
     "GRAPH",
     "Generation",
     "GraphStore",
+    "QuestionChange",
     "IMPORTED_AT",
     "RUN_GRAPH",
     "SOURCE",
@@ -23,5 +39,13 @@ __all__ = [
     "TRIPLE_COUNT",
     "VALIDATED",
     "default_store_path",
+    "diff_versions",
+    "drop_version",
+    "export_version",
+    "find_version",
+    "first_version_facts",
+    "save_version",
+    "version_facts",
+    "versions",
     "is_url",
 ]

@@ -1,0 +1,491 @@
+"""Kept versions of a benchmark: what a re-import replaced stays readable as a version, listed,
+exported, compared and dropped (docs/publishing.md § Versions, docs/data-model.md § Versions).
+
+A version is a node ``{B}/v/{n}`` in the catalog graph: ``dcterms:isVersionOf {B}``,
+``karenina:versionNumber n`` (1, 2, 3…, never reused), ``schema:version`` (the checkpoint's
+own version, else ``n``), ``prov:generatedAtTime`` (when it was imported), its source, hashes and
+sizes, ``karenina:versionGraph`` (the graph holding its triples) and ``prov:wasRevisionOf`` the
+kept version before it. The live benchmark carries its own ``karenina:versionNumber`` and
+``prov:wasRevisionOf`` the latest kept version; it is always the latest version.
+
+Where a version's triples live is the point of this module. In the store itself every kept
+graph would be hidden from queries, and a query over a list of graphs instead of pyoxigraph's
+union default graph is 4-18× slower (docs/publishing.md § Versions): so an embedded store keeps
+them in a second pyoxigraph store, the *version archive* (``{store}/versions/``, or in memory
+beside a memory store), which no query of the live benchmarks reads. On a SPARQL server the
+dataset is always the list of live graphs, so the replaced generation graph simply stays there.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+import pyoxigraph as ox
+from pydantic import BaseModel, ConfigDict
+
+from karenina_rdf._errors import InvalidValueError, NotFoundError, StoreError
+from karenina_rdf.checkpoint import benchmark_json, write_json
+from karenina_rdf.rdf import CATALOG_GRAPH, KAR, SCHEMA, XSD, count_items, named, solutions, term_value
+
+from ._catalog import CONTENT_HASH, FILE_HASH, IMPORTED_AT, SOURCE, TRIPLE_COUNT
+
+if TYPE_CHECKING:
+    from ._store import GraphStore
+
+PROV = "http://www.w3.org/ns/prov#"
+DCT = "http://purl.org/dc/terms/"
+WAS_REVISION_OF = PROV + "wasRevisionOf"
+GENERATED_AT = PROV + "generatedAtTime"
+IS_VERSION_OF = DCT + "isVersionOf"
+RDF_TYPE = "http://www.w3.org/1999/02/22-rdf-syntax-ns#type"
+VERSION_NUMBER = KAR.versionNumber
+VERSION_GRAPH = KAR.versionGraph
+QUESTION_COUNT = KAR.questionCount
+ARCHIVE = "versions"  # the version archive's folder in an on-disk store
+# The parts of a question a diff tells apart; everything else of the item is "metadata".
+PARTS = ("text", "answer", "template", "rubric", "metadata")
+_QUESTION_PARTS = {"text": "text", "acceptedAnswer": "answer", "hasPart": "template", "rating": "rubric"}
+# Bookkeeping Karenina rewrites on every save: a date alone is not a change.
+_DATES = ("dateCreated", "dateModified")
+# The benchmark's own keys as a diff names them.
+_HEADER_PARTS = {
+    "rating": "global rubric",
+    "additionalProperty": "properties",
+    "hasPart": "scenarios",
+    "creator": "creator",
+    "name": "name",
+    "description": "description",
+    "version": "version",
+}
+
+
+class BenchmarkVersion(BaseModel):
+    """One version of a benchmark (``Store.versions``); the last one listed is the live one."""
+
+    model_config = ConfigDict(frozen=True)
+
+    benchmark: str  # the benchmark's IRI
+    number: int  # 1, 2, 3…: the version's place, never reused
+    iri: str  # {benchmark}/v/{number}
+    label: str  # schema:version: the checkpoint's own version, else the number
+    date: str | None  # when it was imported (UTC, ISO 8601)
+    source: str | None
+    content_hash: str | None  # of the mapped triples; None after an edit in place
+    file_hash: str | None  # SHA-256 of the imported file
+    questions: int
+    triples: int | None
+    latest: bool
+    revision_of: int | None  # the kept version it revises
+    graph: str
+
+
+class QuestionChange(BaseModel):
+    """A question present in both versions whose content differs, and in which parts."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    parts: tuple[str, ...]  # some of PARTS
+
+
+class BenchmarkDiff(BaseModel):
+    """Questions added, removed and changed from version ``old`` to version ``new``."""
+
+    model_config = ConfigDict(frozen=True)
+
+    benchmark: str
+    old: int
+    new: int
+    added: tuple[str, ...]  # question ids, in the new version's order
+    removed: tuple[str, ...]  # in the old version's order
+    changed: tuple[QuestionChange, ...]  # in the new version's order
+    benchmark_parts: tuple[str, ...] = ()  # the benchmark's own parts that changed (global rubric…)
+
+    @property
+    def empty(self) -> bool:
+        return not (self.added or self.removed or self.changed or self.benchmark_parts)
+
+
+def version_iri(bench: str, number: int) -> str:
+    return f"{bench}/v/{number}"
+
+
+# -- the archive ---------------------------------------------------------------------------
+def archive(store: GraphStore, *, create: bool = False) -> ox.Store | None:
+    """The store holding the kept versions' graphs: the version archive (opened once, created
+    when ``create``), or the server itself. Graphs it holds that no version names (a crash
+    between copying and publishing) are dropped when it opens."""
+    if store.remote is not None:
+        return store.oxigraph
+    found: ox.Store | None = store.__dict__.get("_version_archive")
+    if found is not None:
+        return found
+    if store.path is None:
+        if not create:
+            return None
+        found = ox.Store()
+    else:
+        folder = store.path / ARCHIVE
+        if not folder.is_dir() and not create:
+            return None
+        try:
+            found = ox.Store(str(folder))
+        except OSError as exc:
+            raise StoreError(f"cannot open the version archive at {folder}: {exc}") from None
+    store.__dict__["_version_archive"] = found
+    named_graphs = set(kept_graphs(store))
+    for g in list(found.named_graphs()):
+        if g not in named_graphs:
+            found.remove_graph(g)
+    return found
+
+
+def close_archive(store: GraphStore) -> None:
+    """Flush and release the version archive (its RocksDB lock goes with the last reference)."""
+    found = store.__dict__.pop("_version_archive", None)
+    if found is not None and store.path is not None:
+        found.flush()
+
+
+def kept_graphs(store: GraphStore) -> list[ox.NamedNode]:
+    """The graphs of every kept version of every benchmark (not the live ones)."""
+    pattern = store.oxigraph.quads_for_pattern(None, ox.NamedNode(VERSION_GRAPH), None, CATALOG_GRAPH)
+    return [named(q.object) for q in pattern]
+
+
+def _copy_to_archive(store: GraphStore, graph: ox.NamedNode) -> None:
+    """Copy a generation graph into the version archive (embedded and memory stores)."""
+    target = archive(store, create=True)
+    assert target is not None
+    if store.path is None:
+        data = store.oxigraph.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=graph)
+        target.load(data or b"", format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+        return
+    # Through a file in an .import-* folder (removed on open if a crash leaves it): one bulk load.
+    with tempfile.TemporaryDirectory(prefix=".import-", dir=store.path) as tmp:
+        part = Path(tmp) / "version.nt"
+        store.oxigraph.dump(str(part), format=ox.RdfFormat.N_TRIPLES, from_graph=graph)
+        target.bulk_load(path=str(part), format=ox.RdfFormat.N_TRIPLES, to_graph=graph, lenient=True)
+    target.flush()
+
+
+# -- what an import writes -----------------------------------------------------------------
+def _literal(value: str, datatype: str | None = None) -> str:
+    text = json.dumps(value, ensure_ascii=False)
+    return f"{text}^^<{datatype}>" if datatype else text
+
+
+def _numbers(store: GraphStore, bench: str) -> list[int]:
+    rows = store.oxigraph.query(
+        f"SELECT ?n WHERE {{ GRAPH {CATALOG_GRAPH} {{ ?v <{IS_VERSION_OF}> <{bench}> ; <{VERSION_NUMBER}> ?n }} }}"
+    )
+    return [int(term_value(r["n"])) for r in solutions(rows)]
+
+
+def live_number(store: GraphStore, bench: str) -> int:
+    """The live version's number: recorded at its import, else one more than any kept one (a
+    benchmark stored before versions were kept is version 1)."""
+    recorded = store.catalog.value(bench, VERSION_NUMBER)
+    if recorded is not None:
+        return int(recorded)
+    return max(_numbers(store, bench), default=0) + 1
+
+
+def _latest_kept(store: GraphStore, bench: str, below: int) -> str | None:
+    kept = [n for n in _numbers(store, bench) if n < below]
+    return version_iri(bench, max(kept)) if kept else None
+
+
+def first_facts() -> list[tuple[str, str]]:
+    """The catalog facts of a benchmark imported for the first time (``extra`` of publish)."""
+    return [(str(VERSION_NUMBER), "1")]
+
+
+def replace_facts(
+    store: GraphStore, bench: str, old_graph: ox.NamedNode, *, keep: bool
+) -> tuple[str | None, list[tuple[str, str]], bool]:
+    """What a re-import of ``bench`` publishes beside its new generation: an update to run in
+    the same request (the kept version's node), the new live facts (its number, the version it
+    revises) and whether the old graph is still to be retired from the store.
+
+    With ``keep``, the old generation is first copied into the version archive (an embedded
+    store) or left where it is (a server); without, it is retired as before, and the new
+    version revises the latest version still kept, if any."""
+    number = live_number(store, bench)
+    new: list[tuple[str, str]] = [(VERSION_NUMBER, str(number + 1))]
+    if not keep:
+        previous = _latest_kept(store, bench, number)
+        if previous is not None:
+            new.append((WAS_REVISION_OF, f"<{previous}>"))
+        return None, new, True
+    facts = store.catalog.facts(bench)
+    label = None
+    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(SCHEMA + "version"), None, old_graph):
+        label = term_value(q.object)
+    node = version_iri(bench, number)
+    said: list[tuple[str, str]] = [
+        (RDF_TYPE, f"<{KAR.BenchmarkVersion}>"),
+        (RDF_TYPE, f"<{PROV}Entity>"),
+        (IS_VERSION_OF, f"<{bench}>"),
+        (VERSION_NUMBER, str(number)),
+        (SCHEMA + "version", _literal(label or str(number))),
+        (VERSION_GRAPH, str(old_graph)),
+        (QUESTION_COUNT, str(count_items(store.oxigraph, old_graph, bench))),
+    ]
+    when = facts.get(IMPORTED_AT)
+    if when is not None:
+        said += [(IMPORTED_AT, _literal(when)), (GENERATED_AT, _literal(when, XSD + "dateTime"))]
+    for p in (SOURCE, CONTENT_HASH, FILE_HASH):
+        if p in facts:
+            said.append((p, _literal(facts[p])))
+    if TRIPLE_COUNT in facts:
+        said.append((TRIPLE_COUNT, str(int(facts[TRIPLE_COUNT]))))
+    previous = _latest_kept(store, bench, number)
+    if previous is not None:
+        said.append((WAS_REVISION_OF, f"<{previous}>"))
+    if store.remote is None:
+        _copy_to_archive(store, old_graph)
+    body = " . ".join(f"<{node}> <{p}> {o}" for p, o in said)
+    before = (
+        f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{node}> ?p ?o }} }} ;\n"
+        f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {body} }} }}"
+    )
+    new.append((WAS_REVISION_OF, f"<{node}>"))
+    # On a server the old graph is the version's graph now: it stays.
+    return before, new, store.remote is None
+
+
+# -- listing -------------------------------------------------------------------------------
+def versions(store: GraphStore, ref: str) -> list[BenchmarkVersion]:
+    """Every version of a benchmark, oldest first; the last is the live one."""
+    bench, graph = store.graph_of(ref)
+    rows = store.oxigraph.query(
+        f"SELECT ?v ?p ?o WHERE {{ GRAPH {CATALOG_GRAPH} {{ ?v <{IS_VERSION_OF}> <{bench}> ; ?p ?o }} }}"
+    )
+    by_node: dict[str, dict[str, str]] = {}
+    for r in solutions(rows):
+        by_node.setdefault(term_value(r["v"]), {})[term_value(r["p"])] = term_value(r["o"])
+    out = []
+    for facts in by_node.values():
+        number = int(facts[VERSION_NUMBER])
+        out.append(_version(bench, number, facts, latest=False))
+    live = store.catalog.facts(bench)
+    number = live_number(store, bench)
+    label = None
+    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(SCHEMA + "version"), None, graph):
+        label = term_value(q.object)
+    live = {
+        **live,
+        SCHEMA + "version": label or str(number),
+        QUESTION_COUNT: str(count_items(store.oxigraph, graph, bench)),
+    }
+    live[VERSION_GRAPH] = graph.value
+    out.append(_version(bench, number, live, latest=True))
+    return sorted(out, key=lambda v: v.number)
+
+
+def _version(bench: str, number: int, facts: dict[str, str], *, latest: bool) -> BenchmarkVersion:
+    revises = facts.get(WAS_REVISION_OF)
+    triples = facts.get(TRIPLE_COUNT)
+    return BenchmarkVersion(
+        benchmark=bench,
+        number=number,
+        iri=version_iri(bench, number),
+        label=facts.get(SCHEMA + "version") or str(number),
+        date=facts.get(IMPORTED_AT),
+        source=facts.get(SOURCE),
+        content_hash=facts.get(CONTENT_HASH),
+        file_hash=facts.get(FILE_HASH),
+        questions=int(facts.get(QUESTION_COUNT) or 0),
+        triples=int(triples) if triples is not None else None,
+        latest=latest,
+        revision_of=int(revises.rsplit("/", 1)[-1]) if revises else None,
+        graph=facts[VERSION_GRAPH],
+    )
+
+
+def find_version(store: GraphStore, ref: str, version: int | str | None) -> BenchmarkVersion:
+    """A version by number, ``"latest"``/None, ``"previous"``, or its label when only one has it."""
+    listed = versions(store, ref)
+    if version is None or version == "latest":
+        return listed[-1]
+    if version == "previous":
+        if len(listed) < 2:
+            raise NotFoundError(f"{listed[-1].benchmark} has one version only: nothing before the latest")
+        return listed[-2]
+    text = str(version).removeprefix("v")
+    if text.isdigit():
+        for v in listed:
+            if v.number == int(text):
+                return v
+    labelled = [v for v in listed if v.label == str(version)]
+    if len(labelled) == 1:
+        return labelled[0]
+    known = ", ".join(str(v.number) for v in listed)
+    hint = f" ({len(labelled)} versions are labelled {version!r}: name one by number)" if labelled else ""
+    raise NotFoundError(f"no version {version!r} of {listed[-1].benchmark}{hint}; its versions: {known}")
+
+
+# -- reading a version ---------------------------------------------------------------------
+def version_source(store: GraphStore, v: BenchmarkVersion) -> tuple[ox.Store, ox.NamedNode]:
+    """Where to read a version's triples from, and its graph."""
+    graph = ox.NamedNode(v.graph)
+    if v.latest or store.remote is not None:
+        return store.reader(graph), graph
+    found = archive(store)
+    if found is None or not found.contains_named_graph(graph):
+        raise StoreError(f"version {v.number} of {v.benchmark}: its graph is missing from the version archive")
+    return found, graph
+
+
+def _header(source: ox.Store, v: BenchmarkVersion, graph: ox.NamedNode) -> dict[str, Any]:
+    from ._store import GraphStore
+
+    return benchmark_json(GraphStore._header_index(source, v.benchmark, graph), v.benchmark, [])
+
+
+def _items(source: ox.Store, v: BenchmarkVersion, graph: ox.NamedNode) -> Iterator[dict[str, Any]]:
+    from ._store import GraphStore
+
+    return GraphStore._items_json(source, v.benchmark, graph)
+
+
+def export_version(store: GraphStore, ref: str, version: int | str | None) -> dict[str, Any]:
+    """A version as a Karenina checkpoint document (canonical form)."""
+    v = find_version(store, ref, version)
+    source, graph = version_source(store, v)
+    from ._store import GraphStore
+
+    header = GraphStore._header_index(source, v.benchmark, graph)
+    return benchmark_json(header, v.benchmark, list(_items(source, v, graph)))
+
+
+def save_version(store: GraphStore, ref: str, version: int | str | None, target: IO[str]) -> None:
+    """Write a version as a checkpoint, streaming item by item."""
+    v = find_version(store, ref, version)
+    source, graph = version_source(store, v)
+    write_json(target, _header(source, v, graph), _items(source, v, graph))
+
+
+# -- dropping ------------------------------------------------------------------------------
+def drop_version(store: GraphStore, ref: str, version: int | str) -> BenchmarkVersion:
+    """Forget a kept version and drop its graph; the version after it then revises the one
+    before it. The live version cannot be dropped (delete the benchmark, or import another)."""
+    v = find_version(store, ref, version)
+    if v.latest:
+        raise InvalidValueError(
+            f"version {v.number} is the live version of {v.benchmark}: import another one first, "
+            "or delete the benchmark"
+        )
+    _forget(store, v)
+    return v
+
+
+def _forget(store: GraphStore, v: BenchmarkVersion) -> None:
+    node = f"<{v.iri}>"
+    graph = ox.NamedNode(v.graph)
+    relink = (
+        f"DELETE {{ GRAPH {CATALOG_GRAPH} {{ ?x <{WAS_REVISION_OF}> {node} }} }}\n"
+        f"INSERT {{ GRAPH {CATALOG_GRAPH} {{ ?x <{WAS_REVISION_OF}> ?before }} }}\n"
+        f"WHERE {{ GRAPH {CATALOG_GRAPH} {{ ?x <{WAS_REVISION_OF}> {node} "
+        f"OPTIONAL {{ {node} <{WAS_REVISION_OF}> ?before }} }} }}"
+    )
+    forget = f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ {node} ?p ?o }} }}"
+    if store.remote is not None:
+        # Marked pending in the same request: a crash mid-drop leaves it to the next cleanup.
+        mark = f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ <urn:karenina-rdf:store> <{KAR.pendingGraph}> {graph} }} }}"
+        store.oxigraph.update(" ;\n".join([relink, forget, mark]))
+        store.drop_graph(graph)
+        store.catalog.mark_pending(graph, False)
+        return
+    store.oxigraph.update(relink + " ;\n" + forget)
+    found = archive(store)
+    if found is not None:  # unnamed now: a crash mid-drop leaves an orphan the next open drops
+        found.remove_graph(graph)
+
+
+def drop_all(store: GraphStore, bench: str) -> int:
+    """Forget every kept version of ``bench`` (its deletion); returns how many."""
+    try:
+        listed = [v for v in versions(store, bench) if not v.latest]
+    except NotFoundError:
+        return 0
+    for v in listed:
+        _forget(store, v)
+    return len(listed)
+
+
+# -- comparing -----------------------------------------------------------------------------
+def _digest(value: Any) -> bytes:
+    return hashlib.blake2b(
+        json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8"), digest_size=16
+    ).digest()
+
+
+def item_parts(item: dict[str, Any]) -> dict[str, Any]:
+    """A checkpoint item (a DataFeedItem) split into the parts a diff names: ``text``,
+    ``answer`` (the accepted answer), ``template`` (the answer template's code node), ``rubric``
+    (the question's rubric traits) and ``metadata`` (the rest: keywords, author, sources,
+    custom metadata, finished…); the item's dates are left out."""
+    question = item.get("item") if isinstance(item.get("item"), dict) else {}
+    assert isinstance(question, dict)
+    parts: dict[str, Any] = {name: question.get(key) for key, name in _QUESTION_PARTS.items()}
+    rest = {k: v for k, v in question.items() if k not in _QUESTION_PARTS and k not in _DATES}
+    rest |= {"item " + k: v for k, v in item.items() if k not in ("item", "@id", *_DATES)}
+    parts["metadata"] = rest
+    return parts
+
+
+def _digests(items: Iterator[dict[str, Any]]) -> dict[str, dict[str, bytes]]:
+    out: dict[str, dict[str, bytes]] = {}
+    for item in items:
+        qid = str(item.get("@id"))
+        out.pop(qid, None)  # a later item with the id takes the question (Karenina's load)
+        out[qid] = {name: _digest(value) for name, value in item_parts(item).items()}
+    return out
+
+
+def header_parts(header: dict[str, Any]) -> dict[str, Any]:
+    """The benchmark's own parts a diff names (its questions and dates left out)."""
+    skip = {"@context", "dataFeedElement", *_DATES}
+    return {_HEADER_PARTS.get(k, k): v for k, v in header.items() if k not in skip}
+
+
+def diff(store: GraphStore, ref: str, old: int | str | None = None, new: int | str | None = None) -> BenchmarkDiff:
+    """What changed from version ``old`` (default: the one before ``new``) to version ``new``
+    (default: the latest): questions added, removed, and changed with the parts that differ,
+    compared as Karenina items (each version exported item by item, digested per part)."""
+    b = find_version(store, ref, new)
+    if old is None:
+        earlier = [v for v in versions(store, ref) if v.number < b.number]
+        if not earlier:
+            raise NotFoundError(f"version {b.number} of {b.benchmark} is its first: nothing to compare it with")
+        a = earlier[-1]
+    else:
+        a = find_version(store, ref, old)
+    sides = []
+    for v in (a, b):
+        source, graph = version_source(store, v)
+        head = header_parts(_header(source, v, graph))
+        sides.append((head, _digests(_items(source, v, graph))))
+    (head_a, items_a), (head_b, items_b) = sides
+    changed = []
+    for qid, parts in items_b.items():
+        before = items_a.get(qid)
+        if before is not None and before != parts:
+            changed.append(QuestionChange(id=qid, parts=tuple(p for p in PARTS if before[p] != parts[p])))
+    bench_parts = sorted(k for k in head_a.keys() | head_b.keys() if _digest(head_a.get(k)) != _digest(head_b.get(k)))
+    return BenchmarkDiff(
+        benchmark=b.benchmark,
+        old=a.number,
+        new=b.number,
+        added=tuple(q for q in items_b if q not in items_a),
+        removed=tuple(q for q in items_a if q not in items_b),
+        changed=tuple(changed),
+        benchmark_parts=tuple(bench_parts),
+    )
