@@ -246,12 +246,14 @@ def _publish(
         hashes.append((FILE_HASH, json.dumps(file_hash)))
     old_size = store.catalog.value(bench, TRIPLE_COUNT) if old_graph is not None else None
     # Versions (store._versions): the replaced generation is kept as a version unless asked not to.
-    before, retire = None, old_graph is not None
     if old_graph is None:
-        hashes += first_version_facts()
+        before, facts = first_version_facts(bench, mapped.version, mapped.source)
+        retire = False
     else:
-        before, facts, retire = version_facts(store, bench, old_graph, keep=keep_version)
-        hashes += facts
+        before, facts, retire = version_facts(
+            store, bench, old_graph, keep=keep_version, label=mapped.version, source=mapped.source
+        )
+    hashes += facts
     store.catalog.publish(
         bench, GRAPH, graph, source=mapped.source, triples=mapped.sink.count, extra=hashes, before=before
     )

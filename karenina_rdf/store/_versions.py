@@ -18,6 +18,7 @@ dataset is always the list of live graphs, so the replaced generation graph simp
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import tempfile
@@ -81,7 +82,7 @@ class BenchmarkVersion(BaseModel):
     triples: int | None
     latest: bool
     revision_of: int | None  # the kept version it revises
-    graph: str
+    graph: str | None  # where its triples are (None: not recorded)
 
 
 class QuestionChange(BaseModel):
@@ -180,9 +181,11 @@ def _literal(value: str, datatype: str | None = None) -> str:
     return f"{text}^^<{datatype}>" if datatype else text
 
 
-def _numbers(store: GraphStore, bench: str) -> list[int]:
+def _numbers(store: GraphStore, bench: str, *, kept_only: bool = False) -> list[int]:
+    kept = f"; <{VERSION_GRAPH}> ?g" if kept_only else ""
     rows = store.oxigraph.query(
-        f"SELECT ?n WHERE {{ GRAPH {CATALOG_GRAPH} {{ ?v <{IS_VERSION_OF}> <{bench}> ; <{VERSION_NUMBER}> ?n }} }}"
+        f"SELECT ?n WHERE {{ GRAPH {CATALOG_GRAPH} {{ ?v <{IS_VERSION_OF}> <{bench}> ;"
+        f" <{VERSION_NUMBER}> ?n {kept} }} }}"
     )
     return [int(term_value(r["n"])) for r in solutions(rows)]
 
@@ -193,71 +196,126 @@ def live_number(store: GraphStore, bench: str) -> int:
     recorded = store.catalog.value(bench, VERSION_NUMBER)
     if recorded is not None:
         return int(recorded)
-    return max(_numbers(store, bench), default=0) + 1
+    return max(_numbers(store, bench, kept_only=True), default=0) + 1
 
 
-def _latest_kept(store: GraphStore, bench: str, below: int) -> str | None:
-    kept = [n for n in _numbers(store, bench) if n < below]
-    return version_iri(bench, max(kept)) if kept else None
+def _latest_kept(store: GraphStore, bench: str, below: int) -> int | None:
+    return max((n for n in _numbers(store, bench, kept_only=True) if n < below), default=None)
 
 
-def first_facts() -> list[tuple[str, str]]:
-    """The catalog facts of a benchmark imported for the first time (``extra`` of publish)."""
-    return [(str(VERSION_NUMBER), "1")]
+def _now() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
 
 
-def replace_facts(
-    store: GraphStore, bench: str, old_graph: ox.NamedNode, *, keep: bool
-) -> tuple[str | None, list[tuple[str, str]], bool]:
-    """What a re-import of ``bench`` publishes beside its new generation: an update to run in
-    the same request (the kept version's node), the new live facts (its number, the version it
-    revises) and whether the old graph is still to be retired from the store.
-
-    With ``keep``, the old generation is first copied into the version archive (an embedded
-    store) or left where it is (a server); without, it is retired as before, and the new
-    version revises the latest version still kept, if any."""
-    number = live_number(store, bench)
-    new: list[tuple[str, str]] = [(VERSION_NUMBER, str(number + 1))]
-    if not keep:
-        previous = _latest_kept(store, bench, number)
-        if previous is not None:
-            new.append((WAS_REVISION_OF, f"<{previous}>"))
-        return None, new, True
-    facts = store.catalog.facts(bench)
-    label = None
-    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(SCHEMA + "version"), None, old_graph):
-        label = term_value(q.object)
-    node = version_iri(bench, number)
+def _node_facts(v: BenchmarkVersion, *, kept: bool) -> list[tuple[str, str]]:
+    """What the catalog says of a version's node ``{B}/v/{n}``; a kept one adds where its
+    triples are and what they hold (the live one has those on ``{B}`` itself)."""
     said: list[tuple[str, str]] = [
         (RDF_TYPE, f"<{KAR.BenchmarkVersion}>"),
         (RDF_TYPE, f"<{PROV}Entity>"),
-        (IS_VERSION_OF, f"<{bench}>"),
-        (VERSION_NUMBER, str(number)),
-        (SCHEMA + "version", _literal(label or str(number))),
-        (VERSION_GRAPH, str(old_graph)),
-        (QUESTION_COUNT, str(count_items(store.oxigraph, old_graph, bench))),
+        (IS_VERSION_OF, f"<{v.benchmark}>"),
+        (VERSION_NUMBER, str(v.number)),
+        (SCHEMA + "version", _literal(v.label)),
     ]
-    when = facts.get(IMPORTED_AT)
-    if when is not None:
-        said += [(IMPORTED_AT, _literal(when)), (GENERATED_AT, _literal(when, XSD + "dateTime"))]
-    for p in (SOURCE, CONTENT_HASH, FILE_HASH):
-        if p in facts:
-            said.append((p, _literal(facts[p])))
-    if TRIPLE_COUNT in facts:
-        said.append((TRIPLE_COUNT, str(int(facts[TRIPLE_COUNT]))))
-    previous = _latest_kept(store, bench, number)
-    if previous is not None:
-        said.append((WAS_REVISION_OF, f"<{previous}>"))
-    if store.remote is None:
-        _copy_to_archive(store, old_graph)
-    body = " . ".join(f"<{node}> <{p}> {o}" for p, o in said)
-    before = (
-        f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{node}> ?p ?o }} }} ;\n"
+    if v.date is not None:
+        said += [(IMPORTED_AT, _literal(v.date)), (GENERATED_AT, _literal(v.date, XSD + "dateTime"))]
+    if v.source is not None:
+        said.append((SOURCE, _literal(v.source)))
+    if v.revision_of is not None:
+        said.append((WAS_REVISION_OF, f"<{version_iri(v.benchmark, v.revision_of)}>"))
+    if kept:
+        assert v.graph is not None
+        said += [(VERSION_GRAPH, f"<{v.graph}>"), (QUESTION_COUNT, str(v.questions))]
+        for p, value in ((CONTENT_HASH, v.content_hash), (FILE_HASH, v.file_hash)):
+            if value is not None:
+                said.append((p, _literal(value)))
+        if v.triples is not None:
+            said.append((TRIPLE_COUNT, str(v.triples)))
+    return said
+
+
+def _write_node(v: BenchmarkVersion, *, kept: bool) -> str:
+    node = f"<{v.iri}>"
+    body = " . ".join(f"{node} <{p}> {o}" for p, o in _node_facts(v, kept=kept))
+    return (
+        f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ {node} ?p ?o }} }} ;\n"
         f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {body} }} }}"
     )
-    new.append((WAS_REVISION_OF, f"<{node}>"))
-    # On a server the old graph is the version's graph now: it stays.
-    return before, new, store.remote is None
+
+
+def _live_facts(v: BenchmarkVersion) -> list[tuple[str, str]]:
+    facts = [(str(VERSION_NUMBER), str(v.number))]
+    if v.revision_of is not None:
+        facts.append((WAS_REVISION_OF, f"<{version_iri(v.benchmark, v.revision_of)}>"))
+    return facts
+
+
+def first_facts(bench: str, label: str | None, source: str | None) -> tuple[str, list[tuple[str, str]]]:
+    """What the first import of ``bench`` publishes beside it: the update writing its version
+    node (version 1), to run in the same request, and its own facts (``extra`` of publish)."""
+    v = _new_live(bench, 1, label, source, None)
+    return _write_node(v, kept=False), _live_facts(v)
+
+
+def _new_live(bench: str, number: int, label: str | None, source: str | None, revises: int | None) -> BenchmarkVersion:
+    return BenchmarkVersion(
+        benchmark=bench,
+        number=number,
+        iri=version_iri(bench, number),
+        label=label or str(number),
+        date=_now(),
+        source=source,
+        content_hash=None,
+        file_hash=None,
+        questions=0,
+        triples=None,
+        latest=True,
+        revision_of=revises,
+        graph=None,
+    )
+
+
+def replace_facts(
+    store: GraphStore, bench: str, old_graph: ox.NamedNode, *, keep: bool, label: str | None, source: str | None
+) -> tuple[str, list[tuple[str, str]], bool]:
+    """What a re-import of ``bench`` publishes beside its new generation: an update to run in
+    the same request (the version nodes), the new live facts (its number, the version it
+    revises) and whether the old graph is still to be retired from the store. ``label`` and
+    ``source``: the new checkpoint's own version and where it came from.
+
+    With ``keep``, the old generation is first copied into the version archive (an embedded
+    store) or left where it is (a server), and its node records it; without, its node goes, it
+    is retired as before, and the new version revises the latest version still kept, if any."""
+    old = _live_version(store, bench, old_graph)
+    if keep:
+        if store.remote is None:
+            _copy_to_archive(store, old_graph)
+        update = _write_node(old, kept=True)
+        revises: int | None = old.number
+    else:
+        update = f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{old.iri}> ?p ?o }} }}"
+        revises = _latest_kept(store, bench, old.number)
+    new = _new_live(bench, old.number + 1, label, source, revises)
+    # On a server a kept graph is the version's graph now: it stays.
+    return update + " ;\n" + _write_node(new, kept=False), _live_facts(new), not (keep and store.remote is not None)
+
+
+def _live_version(store: GraphStore, bench: str, graph: ox.NamedNode) -> BenchmarkVersion:
+    """The live generation as a version (its facts are on ``{B}`` in the catalog)."""
+    number = live_number(store, bench)
+    label = None
+    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(SCHEMA + "version"), None, graph):
+        label = term_value(q.object)
+    facts = {
+        **store.catalog.facts(bench),
+        SCHEMA + "version": label or str(number),
+        QUESTION_COUNT: str(count_items(store.oxigraph, graph, bench)),
+        VERSION_GRAPH: graph.value,
+    }
+    revises = _latest_kept(store, bench, number)
+    facts.pop(WAS_REVISION_OF, None)
+    version = _version(bench, number, facts, latest=True)
+    return version.model_copy(update={"revision_of": revises})
 
 
 # -- listing -------------------------------------------------------------------------------
@@ -265,27 +323,14 @@ def versions(store: GraphStore, ref: str) -> list[BenchmarkVersion]:
     """Every version of a benchmark, oldest first; the last is the live one."""
     bench, graph = store.graph_of(ref)
     rows = store.oxigraph.query(
-        f"SELECT ?v ?p ?o WHERE {{ GRAPH {CATALOG_GRAPH} {{ ?v <{IS_VERSION_OF}> <{bench}> ; ?p ?o }} }}"
+        f"SELECT ?v ?p ?o WHERE {{ GRAPH {CATALOG_GRAPH} {{ ?v <{IS_VERSION_OF}> <{bench}> ;"
+        f" <{VERSION_GRAPH}> ?g ; ?p ?o }} }}"
     )
     by_node: dict[str, dict[str, str]] = {}
     for r in solutions(rows):
         by_node.setdefault(term_value(r["v"]), {})[term_value(r["p"])] = term_value(r["o"])
-    out = []
-    for facts in by_node.values():
-        number = int(facts[VERSION_NUMBER])
-        out.append(_version(bench, number, facts, latest=False))
-    live = store.catalog.facts(bench)
-    number = live_number(store, bench)
-    label = None
-    for q in store.oxigraph.quads_for_pattern(ox.NamedNode(bench), ox.NamedNode(SCHEMA + "version"), None, graph):
-        label = term_value(q.object)
-    live = {
-        **live,
-        SCHEMA + "version": label or str(number),
-        QUESTION_COUNT: str(count_items(store.oxigraph, graph, bench)),
-    }
-    live[VERSION_GRAPH] = graph.value
-    out.append(_version(bench, number, live, latest=True))
+    out = [_version(bench, int(facts[VERSION_NUMBER]), facts, latest=False) for facts in by_node.values()]
+    out.append(_live_version(store, bench, graph))
     return sorted(out, key=lambda v: v.number)
 
 
@@ -305,7 +350,7 @@ def _version(bench: str, number: int, facts: dict[str, str], *, latest: bool) ->
         triples=int(triples) if triples is not None else None,
         latest=latest,
         revision_of=int(revises.rsplit("/", 1)[-1]) if revises else None,
-        graph=facts[VERSION_GRAPH],
+        graph=facts.get(VERSION_GRAPH),
     )
 
 
@@ -334,6 +379,8 @@ def find_version(store: GraphStore, ref: str, version: int | str | None) -> Benc
 # -- reading a version ---------------------------------------------------------------------
 def version_source(store: GraphStore, v: BenchmarkVersion) -> tuple[ox.Store, ox.NamedNode]:
     """Where to read a version's triples from, and its graph."""
+    if v.graph is None:
+        raise StoreError(f"version {v.number} of {v.benchmark}: where its triples are is not recorded")
     graph = ox.NamedNode(v.graph)
     if v.latest or store.remote is not None:
         return store.reader(graph), graph
@@ -388,6 +435,7 @@ def drop_version(store: GraphStore, ref: str, version: int | str) -> BenchmarkVe
 
 def _forget(store: GraphStore, v: BenchmarkVersion) -> None:
     node = f"<{v.iri}>"
+    assert v.graph is not None  # a kept version's graph is recorded (versions() lists no other)
     graph = ox.NamedNode(v.graph)
     relink = (
         f"DELETE {{ GRAPH {CATALOG_GRAPH} {{ ?x <{WAS_REVISION_OF}> {node} }} }}\n"
@@ -410,14 +458,16 @@ def _forget(store: GraphStore, v: BenchmarkVersion) -> None:
 
 
 def drop_all(store: GraphStore, bench: str) -> int:
-    """Forget every kept version of ``bench`` (its deletion); returns how many."""
+    """Forget every version of ``bench`` (its deletion): the kept ones, whose graphs are
+    dropped, and the live one's node; returns how many were kept."""
     try:
-        listed = [v for v in versions(store, bench) if not v.latest]
+        listed = versions(store, bench)
     except NotFoundError:
         return 0
-    for v in listed:
+    for v in listed[:-1]:
         _forget(store, v)
-    return len(listed)
+    store.oxigraph.update(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{listed[-1].iri}> ?p ?o }} }}")
+    return len(listed) - 1
 
 
 # -- comparing -----------------------------------------------------------------------------

@@ -217,6 +217,7 @@ def test_versions_are_listed_chained_and_exported() -> None:
             )
         }
         assert (f"{bench}/v/2", _versions.WAS_REVISION_OF) in said
+        assert (f"{bench}/v/3", _versions.WAS_REVISION_OF) in said  # the live version has its node too
         assert (bench, _versions.WAS_REVISION_OF) in said
         assert (f"{bench}/v/1", _versions.GENERATED_AT) in said
 
