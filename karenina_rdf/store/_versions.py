@@ -390,33 +390,29 @@ def version_source(store: GraphStore, v: BenchmarkVersion) -> tuple[ox.Store, ox
     return found, graph
 
 
-def _header(source: ox.Store, v: BenchmarkVersion, graph: ox.NamedNode) -> dict[str, Any]:
-    from ._store import GraphStore
+# The store's own readers of a benchmark graph (GraphStore's static methods, reached through the
+# instance: this module is imported by _store and imports nothing of it).
+def _header(store: GraphStore, source: ox.Store, v: BenchmarkVersion, graph: ox.NamedNode) -> dict[str, Any]:
+    return benchmark_json(store._header_index(source, v.benchmark, graph), v.benchmark, [])
 
-    return benchmark_json(GraphStore._header_index(source, v.benchmark, graph), v.benchmark, [])
 
-
-def _items(source: ox.Store, v: BenchmarkVersion, graph: ox.NamedNode) -> Iterator[dict[str, Any]]:
-    from ._store import GraphStore
-
-    return GraphStore._items_json(source, v.benchmark, graph)
+def _items(store: GraphStore, source: ox.Store, v: BenchmarkVersion, graph: ox.NamedNode) -> Iterator[dict[str, Any]]:
+    return store._items_json(source, v.benchmark, graph)
 
 
 def export_version(store: GraphStore, ref: str, version: int | str | None) -> dict[str, Any]:
     """A version as a Karenina checkpoint document (canonical form)."""
     v = find_version(store, ref, version)
     source, graph = version_source(store, v)
-    from ._store import GraphStore
-
-    header = GraphStore._header_index(source, v.benchmark, graph)
-    return benchmark_json(header, v.benchmark, list(_items(source, v, graph)))
+    header = store._header_index(source, v.benchmark, graph)
+    return benchmark_json(header, v.benchmark, list(_items(store, source, v, graph)))
 
 
 def save_version(store: GraphStore, ref: str, version: int | str | None, target: IO[str]) -> None:
     """Write a version as a checkpoint, streaming item by item."""
     v = find_version(store, ref, version)
     source, graph = version_source(store, v)
-    write_json(target, _header(source, v, graph), _items(source, v, graph))
+    write_json(target, _header(store, source, v, graph), _items(store, source, v, graph))
 
 
 # -- dropping ------------------------------------------------------------------------------
@@ -521,8 +517,8 @@ def diff(store: GraphStore, ref: str, old: int | str | None = None, new: int | s
     sides = []
     for v in (a, b):
         source, graph = version_source(store, v)
-        head = header_parts(_header(source, v, graph))
-        sides.append((head, _digests(_items(source, v, graph))))
+        head = header_parts(_header(store, source, v, graph))
+        sides.append((head, _digests(_items(store, source, v, graph))))
     (head_a, items_a), (head_b, items_b) = sides
     changed = []
     for qid, parts in items_b.items():
