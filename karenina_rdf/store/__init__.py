@@ -13,6 +13,7 @@ from ._versions import (
     drop_version,
     export_version,
     find_version,
+    restore_versions,
     save_version,
     versions,
 )
@@ -43,6 +44,7 @@ __all__ = [
     "drop_version",
     "export_version",
     "find_version",
+    "restore_versions",
     "first_version_facts",
     "save_version",
     "version_facts",

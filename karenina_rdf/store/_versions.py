@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 import json
 import tempfile
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -535,3 +536,30 @@ def diff(store: GraphStore, ref: str, old: int | str | None = None, new: int | s
         changed=tuple(changed),
         benchmark_parts=tuple(bench_parts),
     )
+
+
+# -- copying into another store (publish) --------------------------------------------------
+def restore_versions(target: GraphStore, bench: str, listed: list[tuple[BenchmarkVersion, bytes | None]]) -> None:
+    """Give ``bench`` in ``target`` the versions ``listed`` (oldest first, the live one last,
+    as :func:`versions` gives them from another store, with each kept version's triples as
+    N-Triples minted under ``target``'s base): same numbers, labels, dates, sources and chain.
+    Used by ``publish``, whose store in memory holds what is published."""
+    updates = [f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ ?v <{IS_VERSION_OF}> <{bench}> ; ?p ?o }} }}"]
+    for v, data in listed:
+        moved = v.model_copy(update={"benchmark": bench, "iri": version_iri(bench, v.number)})
+        if v.latest:
+            updates.append(_write_node(moved, kept=False))
+            facts = " . ".join(f"<{bench}> <{p}> {o}" for p, o in _live_facts(moved))
+            updates.append(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> <{VERSION_NUMBER}> ?n }} }}")
+            updates.append(f"DELETE WHERE {{ GRAPH {CATALOG_GRAPH} {{ <{bench}> <{WAS_REVISION_OF}> ?r }} }}")
+            updates.append(f"INSERT DATA {{ GRAPH {CATALOG_GRAPH} {{ {facts} }} }}")
+            continue
+        graph = ox.NamedNode(f"{bench}/graph/{uuid.uuid4().hex[:16]}")
+        if target.remote is None:
+            found = archive(target, create=True)
+            assert found is not None
+            found.load(data or b"", format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+        else:
+            target.oxigraph.load(data or b"", format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+        updates.append(_write_node(moved.model_copy(update={"graph": graph.value}), kept=True))
+    target.oxigraph.update(" ;\n".join(updates))
