@@ -390,3 +390,33 @@ def test_cli(tmp_path: Path) -> None:
     assert code == 0 and "dropped version 1" in text
     code, _, err = run("diff", name)
     assert code == 1 and "is its first" in err
+
+
+# -- every backend: embedded, Oxigraph server, Virtuoso -----------------------------------------
+def test_versions_on_each_backend(backend: tuple[str, Store]) -> None:
+    """On a server the replaced graph stays there as the version's graph, hidden from queries
+    (the dataset names the live graphs); dropping and deleting remove it."""
+    _, store = backend
+    v1 = json.loads(ALL_FEATURES.read_text(encoding="utf-8"))
+    v2 = copy.deepcopy(v1)
+    many(v2)
+    bench = store.import_checkpoint(v1, name="v1").iri
+    rows = _rows_of(store)
+    store.import_checkpoint(v2, name="v2")
+    store.import_checkpoint(copy.deepcopy(v1), name="v3")
+    assert [(v.number, v.revision_of) for v in store.versions(bench)] == [(1, None), (2, 1), (3, 2)]
+    assert got_diff(store.diff(bench, 1, 2)) == expected_diff(v1, v2)
+    assert store.export_version(bench, 1) == store.export_checkpoint(bench)
+    assert _rows_of(store) == rows  # only the live version is seen
+    kept = [ox.NamedNode(v.graph) for v in store.versions(bench) if not v.latest and v.graph]
+    store.drop_version(bench, 2)
+    assert [(v.number, v.revision_of) for v in store.versions(bench)] == [(1, None), (3, 1)]
+    store.delete(bench)
+    if store.remote is not None:
+        assert not any(store.oxigraph.contains_named_graph(g) for g in kept)
+    assert not list(store.query(f"SELECT * WHERE {{ ?v <{_versions.IS_VERSION_OF}> ?b }}"))
+
+
+def _rows_of(store: Store) -> list[list[str]]:
+    query = "SELECT ?q ?text WHERE { ?q a schema:Question ; schema:text ?text } ORDER BY ?q ?text"
+    return [[str(t) for t in r] for r in store.query(query)]
