@@ -22,6 +22,7 @@ import datetime as dt
 import hashlib
 import json
 import tempfile
+import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -49,6 +50,7 @@ VERSION_NUMBER = KAR.versionNumber
 VERSION_GRAPH = KAR.versionGraph
 QUESTION_COUNT = KAR.questionCount
 ARCHIVE = "versions"  # the version archive's folder in an on-disk store
+_OPENING = threading.Lock()
 # The parts of a question a diff tells apart; everything else of the item is "metadata".
 PARTS = ("text", "answer", "template", "rubric", "metadata")
 _QUESTION_PARTS = {"text": "text", "acceptedAnswer": "answer", "hasPart": "template", "rating": "rubric"}
@@ -127,6 +129,13 @@ def archive(store: GraphStore, *, create: bool = False) -> ox.Store | None:
     found: ox.Store | None = store.__dict__.get("_version_archive")
     if found is not None:
         return found
+    # The endpoint reads on several threads: RocksDB lets a process open a folder once.
+    with _OPENING:
+        found = store.__dict__.get("_version_archive")
+        return found if found is not None else _open_archive(store, create)
+
+
+def _open_archive(store: GraphStore, create: bool) -> ox.Store | None:
     if store.path is None:
         if not create:
             return None
