@@ -32,8 +32,20 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import InvalidValueError, NotFoundError, StoreError
-from karenina_rdf.checkpoint import benchmark_json, write_json
-from karenina_rdf.rdf import CATALOG_GRAPH, KAR, SCHEMA, XSD, count_items, named, solutions, term_value
+from karenina_rdf.checkpoint import benchmark_json, item_json, write_json
+from karenina_rdf.rdf import (
+    CATALOG_GRAPH,
+    KAR,
+    SCHEMA,
+    XSD,
+    count_items,
+    named,
+    node_index,
+    ordered_items,
+    solutions,
+    term_value,
+    unsegment,
+)
 
 from ._catalog import CONTENT_HASH, FILE_HASH, IMPORTED_AT, SOURCE, TRIPLE_COUNT
 
@@ -497,12 +509,17 @@ def item_parts(item: dict[str, Any]) -> dict[str, Any]:
     return parts
 
 
-def _digests(items: Iterator[dict[str, Any]]) -> dict[str, dict[str, bytes]]:
+def _digests(source: ox.Store, v: BenchmarkVersion, graph: ox.NamedNode) -> dict[str, dict[str, bytes]]:
+    """Each question's part digests, by question id, in the version's order. The id is the
+    one the store holds (an item's ``@id`` may be absent from a file: Karenina derives it), and
+    items shadowed by a later one with the same id are not the question: they are left out."""
+    prefix = v.benchmark + "/items/"
     out: dict[str, dict[str, bytes]] = {}
-    for item in items:
-        qid = str(item.get("@id"))
-        out.pop(qid, None)  # a later item with the id takes the question (Karenina's load)
-        out[qid] = {name: _digest(value) for name, value in item_parts(item).items()}
+    for item in ordered_items(source, graph, v.benchmark):
+        # Item and question share their id segment by construction (rdf._ids).
+        question = v.benchmark + "/questions/" + item[len(prefix) :]
+        body = item_json(node_index(source, graph, [item, question]), item)
+        out[unsegment(item[len(prefix) :])] = {name: _digest(value) for name, value in item_parts(body).items()}
     return out
 
 
@@ -531,7 +548,7 @@ def diff(store: GraphStore, ref: str, old: int | str | None = None, new: int | s
     for v in (a, b):
         source, graph = version_source(store, v)
         head = header_parts(_header(store, source, v, graph))
-        sides.append((head, _digests(_items(store, source, v, graph))))
+        sides.append((head, _digests(source, v, graph)))
     (head_a, items_a), (head_b, items_b) = sides
     changed = []
     for qid, parts in items_b.items():

@@ -420,3 +420,30 @@ def test_versions_on_each_backend(backend: tuple[str, Store]) -> None:
 def _rows_of(store: Store) -> list[list[str]]:
     query = "SELECT ?q ?text WHERE { ?q a schema:Question ; schema:text ?text } ORDER BY ?q ?text"
     return [[str(t) for t in r] for r in store.query(query)]
+
+
+def test_items_without_an_id_are_told_apart() -> None:
+    """An item may have no ``@id`` in a file (Karenina derives the question id): each question is
+    still compared with itself, by the id the store gives it, never merged with the others."""
+    from karenina_rdf import Benchmark
+
+    v1 = json.loads(ALL_FEATURES.read_text(encoding="utf-8"))
+    # Two of its questions share a text, so without ids they would be one question (Karenina
+    # derives the id from the text): keep one of each text.
+    texts = {i["item"]["text"]: i for i in reversed(v1["dataFeedElement"])}
+    v1["dataFeedElement"] = [i for i in v1["dataFeedElement"] if texts[i["item"]["text"]] is i]
+    for item in v1["dataFeedElement"]:
+        del item["@id"]
+    v2 = copy.deepcopy(v1)
+    edit_answer(v2)
+    edit_metadata(v2)
+    with Store.memory() as store:
+        bench = store.import_checkpoint(v1).iri
+        ids = Benchmark(store, bench).get_question_ids()
+        store.import_checkpoint(v2)
+        assert Benchmark(store, bench).get_question_ids() == ids  # answers and metadata keep the id
+        for doc in (v1, v2):
+            for item, qid in zip(doc["dataFeedElement"], ids, strict=True):
+                item["@id"] = qid
+        assert got_diff(store.diff(bench)) == expected_diff(v1, v2)
+        assert [c.parts for c in store.diff(bench).changed] == [("answer", "metadata")]
