@@ -225,6 +225,11 @@ class Site:
         if where.is_owner and where.kind in ("benchmark", "run"):
             graphs.append(CATALOG_GRAPH)
         node = ox.NamedNode(where.iri)
+        if where.kind == "version":
+            # Where a kept version's triples are stored is the store's business (a graph of its
+            # version archive, which nothing serves): its checkpoint is the download.
+            hide = f"FILTER(?p != {KAR.versionGraph.nt})"
+            return f"CONSTRUCT {{ {node} ?p ?o }} WHERE {{ {node} ?p ?o {hide} }}", {"default_graph": graphs}
         if where.kind != "run":
             return f"CONSTRUCT {{ {node} ?p ?o }} WHERE {{ {node} ?p ?o }}", {"default_graph": graphs}
         # Any predicate, followed from the node: the path stays small (a result reaches its

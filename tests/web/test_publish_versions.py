@@ -19,6 +19,7 @@ from karenina_rdf.web import publish
 from tests.conftest import CORPUS, needs_corpus
 from tests.helpers.karenina_ref import karenina
 from tests.store.test_versions import edit_answer, edit_text, expected_diff, got_diff, many
+from tests.web.test_publish import _check_links
 
 pytestmark = needs_corpus
 
@@ -119,6 +120,9 @@ def test_publish_writes_each_version(versioned: Any, tmp_path: Path) -> None:
         assert f'href="/kb/{public[len(BASE) :]}/v/{v.number}/"' in page
     dump = (tmp_path / "site" / "catalog.ttl").read_text(encoding="utf-8")
     assert "dcat:hasVersion" in dump and "dcat:previousVersion" in dump
+    # Every link of every page (the history, each version's links) is a file of the site.
+    pages, resources = _check_links(tmp_path / "site", "/kb/")
+    assert pages == report.pages and resources >= 3
 
 
 @pytest.mark.slow
