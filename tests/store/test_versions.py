@@ -157,15 +157,20 @@ def _versions_of(
     return v1, v2, result.iri
 
 
+@pytest.mark.parametrize("engine", ["triples", "items"])
 @pytest.mark.parametrize(("path", "edit"), EDITS, ids=[f"{p.stem[-20:]}-{e.__name__}" for p, e in EDITS])
-def test_diff_equals_the_files_compared_directly(path: Path, edit: Callable[[dict[str, Any]], None]) -> None:
+def test_diff_equals_the_files_compared_directly(
+    path: Path, edit: Callable[[dict[str, Any]], None], engine: str
+) -> None:
+    """Both ways of computing a diff (the graphs' triples, the default; the exported items)
+    give what comparing the two files' items gives."""
     with Store.memory() as store:
         v1, v2, bench = _versions_of(store, path, edit)
-        d = store.diff(bench)
+        d = _versions.diff(store, bench, engine=engine)
         assert (d.old, d.new) == (1, 2)
         assert got_diff(d) == expected_diff(v1, v2)
         # Backwards too: what was added was removed, parts the same.
-        back = store.diff(bench, 2, 1)
+        back = _versions.diff(store, bench, 2, 1, engine=engine)
         assert got_diff(back) == expected_diff(v2, v1)
         if edit is only_dates:
             assert d.empty  # a date alone is not a change
@@ -177,12 +182,19 @@ def test_diff_equals_the_files_compared_directly(path: Path, edit: Callable[[dic
         (edit_rubric, []),
         (lambda d: d.__setitem__("rating", d.get("rating", [])[:1]), ["global rubric"]),
         (lambda d: d.__setitem__("description", "new words"), ["description"]),
+        (lambda d: d.__setitem__("name", "Renamed"), ["name"]),
+        (
+            lambda d: d["additionalProperty"].append({"@type": "PropertyValue", "name": "team", "value": "x"}),
+            ["properties"],
+        ),
+        (lambda d: (d.__setitem__("version", "9.9.9"), edit_text(d)), ["version"]),
     ],
 )
 def test_benchmark_parts(edit: Callable[[dict[str, Any]], None], parts: list[str]) -> None:
     with Store.memory() as store:
         _, _, bench = _versions_of(store, ALL_FEATURES, edit)
         assert list(store.diff(bench).benchmark_parts) == parts
+        assert list(_versions.diff(store, bench, engine="items").benchmark_parts) == parts
 
 
 def test_versions_are_listed_chained_and_exported() -> None:
