@@ -98,11 +98,11 @@ def main(argv: list[str] | None = None) -> int:
                 }
                 if keep:
                     td, d = _timed(lambda s=store, b=r1.iri: s.diff(b))
-                    ti, _ = _timed(lambda s=store, b=r1.iri: _versions.diff(s, b, engine="items"))
+                    ti, _ = _timed(lambda s=store, b=r1.iri: _versions.diff(s, b, engine="triples"))
                     te, _ = _timed(lambda s=store, b=r1.iri: s.export_version(b, 1))
                     row |= {
                         "diff s": td,
-                        "diff s, engine=items": ti,
+                        "diff s, engine=triples": ti,
                         "diff": f"{len(d.added)} added, {len(d.removed)} removed, {len(d.changed)} changed",
                         "export v1 s": te,
                     }
