@@ -17,7 +17,7 @@ from karenina_rdf.rdf import KARENINA, SCHEMA, generate_question_id, question_md
 from karenina_rdf.results import ResultsImport, RunSummary
 from karenina_rdf.runner import Benchmark  # the authoring handle and the members calling models
 from karenina_rdf.sparql import NamedQuery, QueryParam, named_queries
-from karenina_rdf.store import BenchmarkSummary
+from karenina_rdf.store import BenchmarkDiff, BenchmarkSummary, BenchmarkVersion
 from karenina_rdf.validation import BenchmarkReport, Finding, validate, validate_store
 
 from ._errors import (
@@ -59,10 +59,12 @@ __all__ = [
     "Answer",
     "AnswerTemplate",
     "Benchmark",
+    "BenchmarkDiff",
     "BenchmarkInfo",
     "BenchmarkNotFoundError",
     "BenchmarkReport",
     "BenchmarkSummary",
+    "BenchmarkVersion",
     "CANONICAL_CONTEXT",
     "CheckpointError",
     "DuplicateQuestionError",

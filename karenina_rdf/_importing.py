@@ -33,7 +33,16 @@ from karenina_rdf.results import ResultsImport, RunCheck, is_results_store, is_s
 from karenina_rdf.results import import_results as _import_results_file
 from karenina_rdf.results import import_results_db as _import_results_db
 from karenina_rdf.results import import_results_store as _import_results_store
-from karenina_rdf.store import CONTENT_HASH, FILE_HASH, GRAPH, TRIPLE_COUNT, Generation, GraphStore
+from karenina_rdf.store import (
+    CONTENT_HASH,
+    FILE_HASH,
+    GRAPH,
+    TRIPLE_COUNT,
+    Generation,
+    GraphStore,
+    first_version_facts,
+    version_facts,
+)
 from karenina_rdf.validation import (
     BenchmarkReport,
     Engine,
@@ -96,9 +105,15 @@ def checkpoint_files(paths: Iterable[str | Path]) -> list[Path]:
 
 # -- checkpoints ---------------------------------------------------------------------------
 def import_checkpoint(
-    store: GraphStore, source: str | Path | dict[str, Any], *, name: str | None = None, validate: bool = True
+    store: GraphStore,
+    source: str | Path | dict[str, Any],
+    *,
+    name: str | None = None,
+    validate: bool = True,
+    keep_version: bool = True,
 ) -> ImportResult:
-    """``Store.import_checkpoint``: read, map into a fresh generation graph, validate, publish."""
+    """``Store.import_checkpoint``: read, map into a fresh generation graph, validate, publish;
+    a replaced generation is kept as a version unless ``keep_version`` is false."""
     file_hash = None
     if isinstance(source, dict):
         doc, label = source, name
@@ -117,7 +132,7 @@ def import_checkpoint(
     # A fresh generation graph, unreferenced until the catalog points at it: the sink loads on
     # a second thread while the rest is still being mapped.
     with store.generation(bench or "urn:x") as gen:
-        return _import_into(store, gen, doc, label, old_graph, file_hash, validate, replaced)
+        return _import_into(store, gen, doc, label, old_graph, file_hash, validate, replaced, keep_version)
 
 
 def _import_into(
@@ -129,6 +144,7 @@ def _import_into(
     file_hash: str | None,
     validate: bool,
     replaced: list[Problem],
+    keep_version: bool = True,
 ) -> ImportResult:
     pointers: dict[str, str] | None = {} if validate else None
     templates: list[tuple[str, str]] | None = [] if validate else None
@@ -159,7 +175,7 @@ def _import_into(
         # Published with the graph: `validate --stored` reads these instead of validating again.
         validated = record_import(store, gen.graph, findings)
     mapped.warnings = replaced + mapped.warnings
-    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated)
+    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated, keep_version)
 
 
 def _refuse_violations(
@@ -206,6 +222,7 @@ def _publish(
     file_hash: str | None,
     modes: Readiness | None = None,
     validated: list[tuple[str, str]] | None = None,
+    keep_version: bool = True,
 ) -> ImportResult:
     bench = mapped.iri
     digest = mapped.content_hash()
@@ -228,8 +245,19 @@ def _publish(
     if file_hash is not None:
         hashes.append((FILE_HASH, json.dumps(file_hash)))
     old_size = store.catalog.value(bench, TRIPLE_COUNT) if old_graph is not None else None
-    store.catalog.publish(bench, GRAPH, graph, source=mapped.source, triples=mapped.sink.count, extra=hashes)
-    if old_graph is not None:
+    # Versions (store._versions): the replaced generation is kept as a version unless asked not to.
+    if old_graph is None:
+        before, facts = first_version_facts(bench, mapped.version, mapped.source)
+        retire = False
+    else:
+        before, facts, retire = version_facts(
+            store, bench, old_graph, keep=keep_version, label=mapped.version, source=mapped.source
+        )
+    hashes += facts
+    store.catalog.publish(
+        bench, GRAPH, graph, source=mapped.source, triples=mapped.sink.count, extra=hashes, before=before
+    )
+    if old_graph is not None and retire:
         # Unpublished now; marked until it is gone.
         store.retire(old_graph, size=int(old_size) if old_size is not None else None)
     return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
@@ -312,7 +340,9 @@ def import_results_db(
 
 
 # -- several files -------------------------------------------------------------------------
-def import_paths(store: GraphStore, paths: Iterable[str | Path], *, validate: bool = True) -> ImportReport:
+def import_paths(
+    store: GraphStore, paths: Iterable[str | Path], *, validate: bool = True, keep_version: bool = True
+) -> ImportReport:
     """``Store.import_paths``: benchmarks first (result rows link to their questions); a bad
     file is reported and the others still imported."""
     report = ImportReport()
@@ -332,7 +362,7 @@ def import_paths(store: GraphStore, paths: Iterable[str | Path], *, validate: bo
                 else:
                     report.results.append(import_results(store, f))
             else:
-                report.imported.append(import_checkpoint(store, f, validate=validate))
+                report.imported.append(import_checkpoint(store, f, validate=validate, keep_version=keep_version))
         except CheckpointError as exc:
             report.errors.extend(str(p) for p in exc.problems)
         except KareninaRDFError as exc:

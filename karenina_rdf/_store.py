@@ -19,7 +19,16 @@ from karenina_rdf.results import (
     list_runs,
     resolve_run,
 )
-from karenina_rdf.store import GraphStore
+from karenina_rdf.store import (
+    BenchmarkDiff,
+    BenchmarkVersion,
+    GraphStore,
+    diff_versions,
+    drop_version,
+    export_version,
+    save_version,
+    versions,
+)
 
 
 class Store(GraphStore):
@@ -28,7 +37,12 @@ class Store(GraphStore):
 
     # -- import ----------------------------------------------------------------------------
     def import_checkpoint(
-        self, source: str | Path | dict[str, Any], *, name: str | None = None, validate: bool = True
+        self,
+        source: str | Path | dict[str, Any],
+        *,
+        name: str | None = None,
+        validate: bool = True,
+        keep_version: bool = True,
     ) -> ImportResult:
         """Import one checkpoint (a file or a parsed document); atomic: on error nothing changes.
 
@@ -38,13 +52,17 @@ class Store(GraphStore):
         are returned, and so is which evaluation modes the questions are ready for. What Karenina
         loads is never refused (tests/parity asks Karenina): its templates are only read, and
         a global rubric trait Karenina would refuse when the rubric is built is a warning.
+        The generation a re-import replaces is kept as a version (:meth:`versions`) unless
+        ``keep_version`` is false.
         """
-        return _importing.import_checkpoint(self, source, name=name, validate=validate)
+        return _importing.import_checkpoint(self, source, name=name, validate=validate, keep_version=keep_version)
 
-    def import_paths(self, paths: Iterable[str | Path], *, validate: bool = True) -> ImportReport:
+    def import_paths(
+        self, paths: Iterable[str | Path], *, validate: bool = True, keep_version: bool = True
+    ) -> ImportReport:
         """Import every checkpoint and results export found (benchmarks first); a bad file is
         reported and the others still imported."""
-        return _importing.import_paths(self, paths, validate=validate)
+        return _importing.import_paths(self, paths, validate=validate, keep_version=keep_version)
 
     # -- verification results ------------------------------------------------------------
     def import_results(
@@ -97,3 +115,34 @@ class Store(GraphStore):
     def delete_run(self, run: str) -> str:
         """Remove a stored run; returns its IRI."""
         return delete_run(self, run)
+
+    # -- versions (store._versions; docs/publishing.md § Versions) ------------------------
+    def versions(self, benchmark: str) -> list[BenchmarkVersion]:
+        """Every version of a benchmark, oldest first; the last is the live one. A re-import
+        keeps the generation it replaces as a version (unless ``keep_version=False``)."""
+        return versions(self, benchmark)
+
+    def diff(self, benchmark: str, old: int | str | None = None, new: int | str | None = None) -> BenchmarkDiff:
+        """Questions added, removed and changed (with the parts: text, answer, template, rubric,
+        metadata) from version ``old`` (default: the one before ``new``) to ``new`` (default:
+        the latest). A version is its number, ``"latest"``, ``"previous"`` or a unique label."""
+        return diff_versions(self, benchmark, old, new)
+
+    def export_version(self, benchmark: str, version: int | str | None = None) -> dict[str, Any]:
+        """A version of a benchmark as a Karenina checkpoint document."""
+        return export_version(self, benchmark, version)
+
+    def save_version(self, benchmark: str, version: int | str | None, target: str | Path | IO[str]) -> None:
+        """Write a version of a benchmark as a checkpoint file (Karenina loads it)."""
+        if not isinstance(target, str | Path):
+            save_version(self, benchmark, version, target)
+            return
+        path = Path(target)
+        tmp = path.with_name(f".{path.name}.tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            save_version(self, benchmark, version, fh)
+        tmp.replace(path)
+
+    def drop_version(self, benchmark: str, version: int | str) -> BenchmarkVersion:
+        """Drop a kept version (not the live one); returns what it was."""
+        return drop_version(self, benchmark, version)

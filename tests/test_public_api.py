@@ -27,6 +27,8 @@ EXPECTED = sorted(
         "Benchmark",
         "BenchmarkNotFoundError",
         "BenchmarkSummary",
+        "BenchmarkDiff",
+        "BenchmarkVersion",
         "CheckpointError",
         "DuplicateQuestionError",
         "DynamicRubric",

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import typer
 
-from . import _benchmarks, _publish, _rebase, _serve
+from . import _benchmarks, _publish, _rebase, _serve, _versions
 from ._results import results_app
 from ._verify import rescore, templates_app, verify
 
@@ -27,6 +27,7 @@ verification = typer.Typer()
 verification.command("verify")(verify)
 verification.command("rescore")(rescore)
 app.add_typer(_benchmarks.commands)
+app.add_typer(_versions.commands)
 app.add_typer(_serve.commands)
 app.add_typer(_publish.commands)
 app.add_typer(_rebase.commands)

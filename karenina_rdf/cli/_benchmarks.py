@@ -46,14 +46,23 @@ def import_(
             "refuses it, warnings are printed. --no-validate skips the check.",
         ),
     ] = True,
+    keep_version: Annotated[
+        bool,
+        typer.Option(
+            "--keep-version/--no-keep-version",
+            help="Keep the generation a re-import replaces as a version (the default; see `versions`, "
+            "`diff`); --no-keep-version drops it.",
+        ),
+    ] = True,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
     """Import checkpoints (and results exports found beside them) into the store; a benchmark
-    already stored is replaced, a run already stored is updated row by row."""
+    already stored is replaced (the replaced one kept as a version), a run already stored is
+    updated row by row."""
 
     def act(s: Store) -> int:
-        report = s.import_paths(paths, validate=validate)
+        report = s.import_paths(paths, validate=validate, keep_version=keep_version)
         for r in report.imported:
             out.print(
                 f"[green]{r.status}[/green] {escape(r.name)} {escape(r.version or '')} "
@@ -281,17 +290,28 @@ def _cell(term: Any) -> str:
 def export(
     benchmark: Annotated[str, typer.Argument(help="Benchmark id, IRI or unambiguous name.")],
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    version: Annotated[
+        str | None,
+        typer.Option("--version", help="A kept version (number, 'previous' or a unique label; see `versions`)."),
+    ] = None,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
-    """Export a benchmark as a Karenina checkpoint (canonical JSON-LD that Karenina loads)."""
+    """Export a benchmark (its latest version, or --version) as a Karenina checkpoint
+    (canonical JSON-LD that Karenina loads)."""
 
     def act(s: Store) -> None:
         if output is None:
-            s.save(benchmark, sys.stdout)
+            if version is None:
+                s.save(benchmark, sys.stdout)
+            else:
+                s.save_version(benchmark, version, sys.stdout)
             sys.stdout.write("\n")
         else:
-            s.save(benchmark, output)
+            if version is None:
+                s.save(benchmark, output)
+            else:
+                s.save_version(benchmark, version, output)
             err.print(f"wrote {escape(str(output))}")
 
     _run(store, base_iri, act)

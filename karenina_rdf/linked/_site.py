@@ -67,8 +67,12 @@ class Located:
     owner: str  # the benchmark or run IRI it belongs to; a model is its own owner
     graph: ox.NamedNode  # the owner's live graph (a model: the models graph, or a run graph with a copy)
     fmt: str | None  # a format named by a file suffix, or None
-    kind: str = "benchmark"  # what the owner is: "benchmark", "run" or "model"
-    download: str | None = None  # "checkpoint" ({B}/checkpoint.jsonld), "results.json" / "results.csv" (a run)
+    # What the owner is: "benchmark", "run" or "model"; "version": a version of a benchmark
+    # ({B}/v/{n}, described by its catalog node).
+    kind: str = "benchmark"
+    # "checkpoint" ({B}/checkpoint.jsonld), "results.json" / "results.csv" (a run),
+    # "version/checkpoint.jsonld" / "version/diff.json" (a version's checkpoint, its changes).
+    download: str | None = None
     whole_graph: bool = False  # the live generation graph's own IRI: its content
     graphs: tuple[ox.NamedNode, ...] = ()  # the graphs a model's description reads (empty: ``graph``)
 
@@ -78,6 +82,8 @@ class Located:
         return self.iri == self.owner and not self.whole_graph
 
 
+# A version of a benchmark under its IRI, and what it offers besides its description.
+_VERSION = re.compile(r"/v/([1-9][0-9]*)(/checkpoint\.jsonld|/diff\.json)?")
 # The downloads a run offers besides its RDF: its rows as Karenina writes them (format 2.2, or CSV).
 RUN_DOWNLOADS = {"/results.json": "results.json", "/results.csv": "results.csv"}
 
@@ -127,11 +133,31 @@ class Site:
         graph = live[bench]
         if name == bench + "/checkpoint.jsonld" and fmt is None:
             return Located(name, bench, graph, "checkpoint", download="checkpoint")
+        version = _VERSION.fullmatch(name, len(bench))
+        if version is not None:
+            return self._version(name, bench, graph, fmt, version)
         if name == graph.value:
             return Located(name, bench, graph, fmt, whole_graph=True)
         if name == bench or self._exists(name, graph):
             return Located(name, bench, graph, fmt)
         return None
+
+    def _version(self, name: str, bench: str, graph: ox.NamedNode, fmt: str | None, m: re.Match[str]) -> Located | None:
+        """A version of a benchmark (``{B}/v/{n}``, described by its node in the catalog), its
+        checkpoint (``/checkpoint.jsonld``) or its changes since the version before (``/diff.json``)."""
+        node = name[: m.start(2)] if m.group(2) else name
+        listed = {v.iri: v for v in self.store.versions(bench)}
+        v = listed.get(node)
+        if v is None:
+            return None
+        where = Located(node, bench, graph, fmt, kind="version", graphs=(CATALOG_GRAPH,))
+        if m.group(2) is None:
+            return where
+        if fmt is not None or (
+            m.group(2) == "/diff.json" and v.revision_of is None and v.number == min(x.number for x in listed.values())
+        ):
+            return None
+        return Located(name, bench, graph, None, kind="version", download="version" + m.group(2), graphs=where.graphs)
 
     def _in_run(self, name: str, fmt: str | None, runs: dict[str, ox.NamedNode]) -> Located | None:
         run = self._owner_of(name, runs)
@@ -199,6 +225,11 @@ class Site:
         if where.is_owner and where.kind in ("benchmark", "run"):
             graphs.append(CATALOG_GRAPH)
         node = ox.NamedNode(where.iri)
+        if where.kind == "version":
+            # Where a kept version's triples are stored is the store's business (a graph of its
+            # version archive, which nothing serves): its checkpoint is the download.
+            hide = f"FILTER(?p != {KAR.versionGraph.nt})"
+            return f"CONSTRUCT {{ {node} ?p ?o }} WHERE {{ {node} ?p ?o {hide} }}", {"default_graph": graphs}
         if where.kind != "run":
             return f"CONSTRUCT {{ {node} ?p ?o }} WHERE {{ {node} ?p ?o }}", {"default_graph": graphs}
         # Any predicate, followed from the node: the path stays small (a result reaches its

@@ -149,6 +149,9 @@ KARENINA_TERMS = _words(
     # The catalog graph and the store node (data-model §2); a run's catalog entry (§9).
     "graph contentHash sourceSha256 tripleCount importedFrom importedAt baseIri pendingGraph runGraph textStamp",
     "validatedFindings validationNonce",
+    # Kept versions of a benchmark (data-model § Versions): a version node in the catalog, its
+    # number, the graph of the version archive holding its triples, its question count.
+    "BenchmarkVersion versionNumber versionGraph questionCount",
     # The full-text index's SPARQL functions (docs/queries.md § Full-text search).
     "textScore textMatch",
     # Benchmark nodes (§4): order, identity kept from the file, Karenina's derived values.

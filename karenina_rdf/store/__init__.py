@@ -14,15 +14,32 @@ from ._store import (
     RebaseReport,
     default_store_path,
 )
+from ._versions import (
+    BenchmarkDiff,
+    BenchmarkVersion,
+    QuestionChange,
+    drop_version,
+    export_version,
+    find_version,
+    restore_versions,
+    save_version,
+    versions,
+)
+from ._versions import diff as diff_versions
+from ._versions import first_facts as first_version_facts
+from ._versions import replace_facts as version_facts
 
 __all__ = [
     "BASE_IRI_ENV",
+    "BenchmarkDiff",
     "BenchmarkSummary",
+    "BenchmarkVersion",
     "CONTENT_HASH",
     "FILE_HASH",
     "GRAPH",
     "Generation",
     "GraphStore",
+    "QuestionChange",
     "IMPORTED_AT",
     "RUN_GRAPH",
     "RebaseReport",
@@ -32,5 +49,14 @@ __all__ = [
     "TRIPLE_COUNT",
     "VALIDATED",
     "default_store_path",
+    "diff_versions",
+    "drop_version",
+    "export_version",
+    "find_version",
+    "restore_versions",
+    "first_version_facts",
+    "save_version",
+    "version_facts",
+    "versions",
     "is_url",
 ]

@@ -54,6 +54,7 @@ from karenina_rdf.sparql import (
     sparql_functions,
 )
 
+from . import _versions
 from ._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT, Catalog
 from ._loading import Sink, open_sink
 from ._rebase import Rewriter, check_new_base, rebase_update
@@ -243,6 +244,7 @@ class GraphStore:
         text = getattr(self, "fulltext", None)  # absent when __init__ failed after opening
         if text is not None:
             text.close()
+        _versions.close_archive(self)
         if self.path is not None:
             self._ox.flush()
         if self.remote is not None:
@@ -677,6 +679,7 @@ class GraphStore:
         bench, graph = self.graph_of(ref)
         summary = self._summary(bench, graph)
         size = self.catalog.value(bench, TRIPLE_COUNT)
+        _versions.drop_all(self, bench)  # its kept versions go with it
         self.retire(graph, unpublish=bench, size=int(size) if size is not None else None)
         return summary
 

@@ -451,6 +451,8 @@ async def resource(request: Request) -> Response:
         return JSONResponse(summary.model_dump(mode="json"))
     if where.download == "checkpoint":
         return await _checkpoint(ep, where)
+    if where.download is not None and where.kind == "version":
+        return await _version_download(ep, where)
     if where.download is not None:
         return await _run_export(ep, where)
     path = ep.site.path_for(where.iri)
@@ -491,6 +493,25 @@ async def _checkpoint(ep: Endpoint, where: Located) -> Response:
     data = await ep.in_thread(job)
     name = where.owner.rstrip("/").rsplit("/", 1)[-1] or "benchmark"
     headers = {"Content-Disposition": f'attachment; filename="{name[:80]}.jsonld"'}
+    return Response(data, media_type="application/ld+json", headers=headers)
+
+
+async def _version_download(ep: Endpoint, where: Located) -> Response:
+    """A version's checkpoint, or its changes since the version before it (``karenina-rdf diff``
+    as JSON)."""
+    number = int(where.iri.rsplit("/v/", 1)[1].split("/")[0])
+    if where.download == "version/diff.json":
+        diff = await ep.in_thread(partial(ep.store.diff, where.owner, None, number))
+        return JSONResponse(diff.model_dump(mode="json"))
+
+    def job() -> bytes:
+        out = io.StringIO()
+        ep.store.save_version(where.owner, number, out)
+        return out.getvalue().encode("utf-8")
+
+    data = await ep.in_thread(job)
+    name = where.owner.rstrip("/").rsplit("/", 1)[-1] or "benchmark"
+    headers = {"Content-Disposition": f'attachment; filename="{name[:80]}-v{number}.jsonld"'}
     return Response(data, media_type="application/ld+json", headers=headers)
 
 

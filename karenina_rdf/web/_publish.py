@@ -16,6 +16,7 @@ import gzip
 import html
 import io
 import json
+import os
 import re
 import shutil
 import tempfile
@@ -37,7 +38,7 @@ from karenina_rdf.authoring import Benchmark
 from karenina_rdf.linked import Located, Site
 from karenina_rdf.rdf import DEFAULT_BASE_IRI, MODELS_GRAPH, PREFIXES, SCHEMA, solutions, term_value
 from karenina_rdf.sparql import SUFFIXES, serialize_graph
-from karenina_rdf.store import SOURCE
+from karenina_rdf.store import SOURCE, BenchmarkVersion
 
 from ._app import STATIC, EndpointSettings, create_app
 from ._croissant import CROISSANT, croissant, question_rows, result_rows, rubric_rows, script_tag
@@ -177,6 +178,7 @@ def _copy(source: Store, public: Store, chosen: list[str], runs: bool) -> tuple[
         label = source.catalog.value(bench, SOURCE) or "checkpoint"
         # What was stored once passed the import's checks; they need not run twice.
         bench_iris.append(public.import_checkpoint(doc, name=label, validate=False).iri)
+        _copy_versions(source, public, bench, bench_iris[-1])
     run_iris: list[str] = []
     if not runs:
         return bench_iris, run_iris
@@ -202,6 +204,31 @@ def _copy(source: Store, public: Store, chosen: list[str], runs: bool) -> tuple[
             )
             run_iris.append(done.iri)
     return bench_iris, run_iris
+
+
+def _copy_versions(source: Store, public: Store, bench: str, public_bench: str) -> None:
+    """The benchmark's versions, each kept one through its checkpoint (imported into a scratch
+    store under the public base, so its triples hold public IRIs only), with their numbers,
+    labels, dates and chain as the source store has them."""
+    from karenina_rdf.checkpoint import read_json
+    from karenina_rdf.store import restore_versions
+
+    listed = source.versions(bench)
+    copied: list[tuple[BenchmarkVersion, bytes | None]] = []
+    with Store.memory(base_iri=public.base_iri) as scratch:
+        for v in listed:
+            if v.latest:
+                copied.append((v, None))
+                continue
+            buf = io.StringIO()
+            source.save_version(bench, v.number, buf)
+            doc = read_json(buf.getvalue().encode("utf-8"), f"{bench} version {v.number}")
+            done = scratch.import_checkpoint(doc, validate=False, keep_version=False)
+            if done.iri != public_bench:
+                raise StoreError(f"version {v.number} of {bench} is stored as another benchmark ({done.iri})")
+            graph = scratch.catalog.benchmarks()[done.iri]
+            copied.append((v, scratch.oxigraph.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=graph)))
+    restore_versions(public, public_bench, copied)
 
 
 @dataclass
@@ -411,6 +438,13 @@ class _Writer:
                 where = self.site.locate(iri)
                 if where is not None and where.fmt is None and where.download is None:
                     yield iri, where
+        # Each version of a benchmark: {B}/v/{n}, described by its node in the catalog.
+        for bench in self.store.catalog.benchmarks():
+            for v in self.store.versions(bench):
+                where = self.site.locate(v.iri)
+                if where is not None and v.iri not in seen:
+                    seen.add(v.iri)
+                    yield v.iri, where
 
     def _results_export(self, run: str) -> str:
         buf = io.StringIO()
@@ -423,6 +457,7 @@ class _Writer:
             buf = io.StringIO()
             self.store.save(owner, buf)
             self.put(rel + "/checkpoint.jsonld", buf.getvalue().encode("utf-8"))
+            self._version_downloads(owner, rel)
             return
         self.put(f"{rel}/results.json", export.encode("utf-8"))
         buf = io.StringIO()
@@ -454,6 +489,29 @@ class _Writer:
         if page is not None and page.is_file():  # a benchmark's page (_render_all wrote it)
             text = page.read_text(encoding="utf-8")
             page.write_text(text.replace("</head>", script_tag(written.description) + "</head>", 1), encoding="utf-8")
+
+    def _version_downloads(self, owner: str, rel: str) -> None:
+        """Each version's checkpoint and its changes since the version before (as ``serve``
+        answers ``{B}/v/{n}/checkpoint.jsonld`` and ``…/diff.json``). The latest version's
+        checkpoint is the benchmark's own: a hard link where the file system allows it."""
+        listed = self.store.versions(owner)
+        for i, v in enumerate(listed):
+            here = self.rel_of(v.iri)
+            if v.latest:
+                latest, target = self.file_for(rel + "/checkpoint.jsonld"), self.file_for(here + "/checkpoint.jsonld")
+                assert latest is not None and target is not None
+                target.parent.mkdir(parents=True, exist_ok=True)
+                try:
+                    os.link(latest, target)
+                except OSError:
+                    shutil.copyfile(latest, target)
+            else:
+                buf = io.StringIO()
+                self.store.save_version(owner, v.number, buf)
+                self.put(here + "/checkpoint.jsonld", buf.getvalue().encode("utf-8"))
+            if i > 0:
+                diff = self.store.diff(owner, listed[i - 1].number, v.number)
+                self.put(here + "/diff.json", json.dumps(diff.model_dump(mode="json"), indent=2).encode("utf-8"))
 
     def _static(self) -> None:
         skip = None if self.sparql else shutil.ignore_patterns("yasgui", "query.js", "queries.js")
@@ -521,6 +579,24 @@ class _Writer:
                 add(described, DCT + "conformsTo", ox.NamedNode(CROISSANT))
                 tasks = self.base + self.rel_of(owner) + "/croissant-tasks.jsonld"
                 dist(owner, tasks, "application/ld+json", "Croissant Tasks (the task and the runs' evaluations)")
+                # Its versions (DCAT 3 versioning): the benchmark's IRI is always the latest.
+                previous = None
+                for v in self.store.versions(owner):
+                    add(owner, DCAT + "hasVersion", ox.NamedNode(v.iri))
+                    add(v.iri, RDF_TYPE, ox.NamedNode(DCAT + "Dataset"))
+                    add(v.iri, DCAT + "version", ox.Literal(v.label))
+                    add(v.iri, DCAT + "landingPage", ox.NamedNode(v.iri + "/"))
+                    if v.date is not None:
+                        add(v.iri, DCT + "issued", ox.Literal(v.date))
+                    if previous is not None:
+                        add(v.iri, DCAT + "previousVersion", ox.NamedNode(previous))
+                    dist(
+                        v.iri,
+                        v.iri + "/checkpoint.jsonld",
+                        "application/ld+json",
+                        f"Karenina checkpoint, version {v.number}",
+                    )
+                    previous = v.iri
             else:
                 found = self.store.oxigraph.query(
                     "SELECT DISTINCT ?b WHERE { ?r ?p ?q . ?q <https://schema.org/isPartOf> ?b }",

@@ -255,9 +255,9 @@ def test_sitemap_void_and_catalog_name_the_published_files(
         for t in [*void, *dcat]
         if t.predicate.value in ("http://rdfs.org/ns/void#dataDump", "http://www.w3.org/ns/dcat#downloadURL")
     }
-    # Each benchmark's checkpoint, Croissant and Croissant Tasks descriptions and graph, each run's exports and
-    # graph, the whole dump.
-    assert len(downloads) == 3 * 5 + 3 * 4 + 1
+    # Each benchmark's checkpoint, Croissant and Croissant Tasks descriptions and graph, its one
+    # version's checkpoint, each run's exports and graph, the whole dump.
+    assert len(downloads) == 3 * 5 + 3 + 3 * 4 + 1
     assert all(_target(folder, base_path, u).is_file() for u in downloads)  # type: ignore[union-attr]
     endpoints = {t.object.value for t in void if t.predicate.value == "http://rdfs.org/ns/void#sparqlEndpoint"}
     assert endpoints == ({case.sparql} if case.sparql else set())

@@ -28,6 +28,7 @@ from karenina_rdf.linked import Located
 from karenina_rdf.rdf import KAR, PREFIXES, SCHEMA, owning_question, sparql_prefixes, term_value, unsegment
 from karenina_rdf.results import RDFS, resolve_run
 from karenina_rdf.sparql import MEDIA_TYPES, SUFFIXES, named_queries
+from karenina_rdf.store import BenchmarkVersion
 
 from ._benchmarks import (
     PAGE_SIZE,
@@ -252,6 +253,8 @@ class Pages:
         types = await self._run(partial(self.site.types, located))
         if located.kind == "model":
             return await self._model_page(located, types)
+        if located.kind == "version":
+            return await self._version_page(located)
         if located.kind == "run" and not located.whole_graph:
             if located.is_owner:
                 return await self._run_page(request, located)
@@ -273,12 +276,13 @@ class Pages:
         needle = request.query_params.get("q", "").strip()
         page = _page_number(request)
 
-        def job() -> tuple[BenchmarkHeader, QuestionTable, list[ScenarioView]]:
+        def job() -> tuple[BenchmarkHeader, QuestionTable, list[ScenarioView], list[BenchmarkVersion]]:
             table = question_table(store, bench, graph, page, needle)
             count = question_count(store, bench, graph) if needle else table.total
-            return benchmark_header(store, bench, graph, count), table, scenario_views(store, bench, graph)
+            header = benchmark_header(store, bench, graph, count)
+            return header, table, scenario_views(store, bench, graph), store.versions(bench)
 
-        header, table, scenarios = await self._run(job)
+        header, table, scenarios, versions = await self._run(job)
         path = self.site.path_for(bench)
 
         def page_url(n: int) -> str:
@@ -319,6 +323,58 @@ class Pages:
             page_size=PAGE_SIZE,
             downloads=downloads,
             alternates=alternates,
+            versions=versions,
+        )
+
+    async def _version_page(self, located: Located) -> Response:
+        """A version of a benchmark (``{B}/v/{n}``): what the catalog says of it, its checkpoint,
+        and its changes since the version before it."""
+        store, site = self.endpoint.store, self.site
+
+        def job() -> tuple[list[ox.Triple], str, list[BenchmarkVersion]]:
+            return site.describe(located), self._owner_name(located), store.versions(located.owner)
+
+        triples, owner_name, versions = await self._run(job)
+        at = next(i for i, v in enumerate(versions) if v.iri == located.iri)
+        v = versions[at]
+        path = site.path_for(v.iri)
+        rows = [
+            {
+                "predicate": term_view(t.predicate, site, located.owner),
+                "object": term_view(t.object, site, located.owner),
+            }
+            for t in triples
+        ]
+        rows.sort(key=lambda r: (r["predicate"].text != "rdf:type", r["predicate"].text))
+        downloads = [
+            {
+                "label": "Karenina checkpoint (JSON-LD)",
+                "href": path + "/checkpoint.jsonld",
+                "type": "application/ld+json",
+            }
+        ]
+        if at > 0:
+            downloads.append(
+                {
+                    "label": "Changes since the version before (JSON)",
+                    "href": path + "/diff.json",
+                    "type": "application/json",
+                }
+            )
+        return self._render(
+            "version.html",
+            nav="benchmarks",
+            title=f"{owner_name}, version {v.number}",
+            v=v,
+            previous=versions[at - 1] if at > 0 else None,
+            next=versions[at + 1] if at + 1 < len(versions) else None,
+            rows=rows,
+            crumbs=[("Benchmarks", "/"), (owner_name, site.path_for(located.owner))],
+            owner_name=owner_name,
+            owner_path=site.path_for(located.owner),
+            path=path,
+            downloads=downloads,
+            alternates=self.formats(path)[1:],
         )
 
     async def _question_page(self, located: Located) -> Response | None:
