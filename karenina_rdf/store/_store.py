@@ -434,11 +434,15 @@ class GraphStore:
                 # docs/publishing.md § Changing a store's base), so its time limit grows with the store.
                 limit = max(self.remote.timeout, _REBASE_SECONDS_PER_QUAD * len(self.remote))
                 self.remote.update(rebase_update(old, new), timeout=limit)
-            elif self.path is not None:
-                self._rebuild_rebased(rewriter, self.path / _REBUILD)
             else:
-                with tempfile.TemporaryDirectory(prefix="karenina-rdf-rebase-") as tmp:
-                    self._rebuild_rebased(rewriter, Path(tmp) / _REBUILD)
+                # The kept versions' graphs first, copied beside themselves (see rebase_archive).
+                _versions.rebase_archive(self, rewriter.block, rewriter.term)
+                if self.path is not None:
+                    self._rebuild_rebased(rewriter, self.path / _REBUILD)
+                else:
+                    with tempfile.TemporaryDirectory(prefix="karenina-rdf-rebase-") as tmp:
+                        self._rebuild_rebased(rewriter, Path(tmp) / _REBUILD)
+                _versions.prune_archive(self)
             self.base_iri = new
             # After the commit: a crash in between leaves the index keyed on IRIs no graph has,
             # which the next search notices (every stamp names a graph) and indexes again.

@@ -24,7 +24,7 @@ import json
 import tempfile
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -174,6 +174,55 @@ def close_archive(store: GraphStore) -> None:
     found = store.__dict__.pop("_version_archive", None)
     if found is not None and store.path is not None:
         found.flush()
+
+
+def rebase_archive(
+    store: GraphStore, rewrite: Callable[[bytes], bytes], term: Callable[[ox.NamedNode], ox.NamedNode]
+) -> None:
+    """Before a rebase of the store commits (``GraphStore.rebase``): a rebased copy of every kept
+    graph is loaded into the archive beside the graph it copies. The catalog names one set or the
+    other (the old before the store's commit, the new after it), and opening the archive drops
+    the graphs it does not name, so a crash at any point leaves the versions whole under one base;
+    :func:`prune_archive` drops the old set once the store committed. On a server the rebase's
+    one update moves the kept graphs with the rest."""
+    if store.remote is not None:
+        return
+    target = archive(store)
+    if target is None:
+        return
+    for graph in kept_graphs(store):
+        moved = term(graph)
+        if moved == graph:
+            continue
+        target.remove_graph(moved)  # a copy left by an earlier rebase that crashed
+        if store.path is None:
+            data = target.dump(format=ox.RdfFormat.N_TRIPLES, from_graph=graph) or b""
+            target.load(rewrite(data), format=ox.RdfFormat.N_TRIPLES, to_graph=moved)
+            continue
+        with tempfile.TemporaryDirectory(prefix=".import-", dir=store.path) as tmp:
+            dumped, rebased = Path(tmp) / "version.nt", Path(tmp) / "rebased.nt"
+            target.dump(str(dumped), format=ox.RdfFormat.N_TRIPLES, from_graph=graph)
+            with open(dumped, "rb") as inp, open(rebased, "wb") as out:
+                rest = b""
+                while block := inp.read(1 << 24):  # whole lines to the rewriter
+                    data = rest + block
+                    cut = data.rfind(b"\n") + 1
+                    out.write(rewrite(data[:cut]))
+                    rest = data[cut:]
+                out.write(rewrite(rest))
+            target.bulk_load(path=str(rebased), format=ox.RdfFormat.N_TRIPLES, to_graph=moved, lenient=True)
+    target.flush()
+
+
+def prune_archive(store: GraphStore) -> None:
+    """Drop the archive's graphs that no version names (after a rebase: the old base's)."""
+    target = None if store.remote is not None else archive(store)
+    if target is not None:
+        named_graphs = set(kept_graphs(store))
+        for g in list(target.named_graphs()):
+            if g not in named_graphs:
+                target.remove_graph(g)
+        target.flush()
 
 
 def kept_graphs(store: GraphStore) -> list[ox.NamedNode]:

@@ -280,3 +280,70 @@ def test_a_failed_rebase_changes_nothing(tmp_path: Path, monkeypatch: pytest.Mon
         assert store.base_iri == DEFAULT_BASE_IRI and _shape(_quads(store)) == _shape(before)
         assert _exports(store) == exports and not (tmp_path / "store" / ".rebuild").exists()
         assert store.import_checkpoint(EXAMPLES / "pharmacology.jsonld").iri.startswith(DEFAULT_BASE_IRI)
+
+
+# -- kept versions (store/_versions.py): their graphs live in a second store, the archive -------
+def _versioned(store: Store) -> tuple[str, list[dict[str, Any]]]:
+    """A benchmark imported three times (two kept versions), and each version's checkpoint."""
+    import json
+
+    doc = json.loads((EXAMPLES / "pharmacology.jsonld").read_text(encoding="utf-8"))
+    bench = store.import_checkpoint(doc, name="first").iri
+    doc["dataFeedElement"] = doc["dataFeedElement"][1:]
+    store.import_checkpoint(doc, name="second")
+    doc["name"] = doc["name"] + " (third)"
+    store.import_checkpoint(doc, name="third")
+    return bench, [store.export_version(bench, n) for n in (1, 2, 3)]
+
+
+@pytest.mark.parametrize("on_disk", [False, True])
+def test_kept_versions_move_with_the_store(tmp_path: Path, on_disk: bool) -> None:
+    from karenina_rdf.store import _versions
+
+    store = Store(tmp_path / "s") if on_disk else Store.memory()
+    with store:
+        bench, exports = _versioned(store)
+        store.rebase(NEW)
+        moved = _moved_iri(bench, DEFAULT_BASE_IRI)
+        listed = store.versions(moved)
+        assert [v.number for v in listed] == [1, 2, 3]
+        assert all(v.iri.startswith(NEW) and (v.graph or NEW).startswith(NEW) for v in listed)
+        assert [store.export_version(moved, n) for n in (1, 2, 3)] == exports
+        assert not store.diff(moved, 1, 2).empty
+        archive = _versions.archive(store)
+        assert archive is not None
+        assert {g.value for g in archive.named_graphs()} == {v.graph for v in listed if not v.latest}
+        del archive  # RocksDB's lock goes with the last reference
+    if on_disk:
+        with Store(tmp_path / "s") as store:  # and after reopening (the archive drops what no version names)
+            assert [store.export_version(moved, n) for n in (1, 2, 3)] == exports
+
+
+def test_a_rebase_that_dies_after_copying_the_versions_keeps_them(tmp_path: Path) -> None:
+    """The archive holds both copies between its load and the store's commit: a crash there
+    leaves the old base with every version whole, and the copies are dropped at the next open."""
+    script = f"""
+import os, sys
+sys.path.insert(0, {str(ROOT)!r})
+from karenina_rdf import Store
+from karenina_rdf.store import _store
+def die(*args, **kwargs):
+    os._exit(3)
+_store.GraphStore._rebuild_rebased = die
+with Store(sys.argv[1]) as store:
+    store.rebase({NEW!r})
+"""
+    with Store(tmp_path / "s") as store:
+        bench, exports = _versioned(store)
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path / "s")], capture_output=True, text=True)
+    assert done.returncode == 3, done.stderr
+    from karenina_rdf.store import _versions
+
+    with Store(tmp_path / "s") as store:
+        assert store.base_iri == DEFAULT_BASE_IRI
+        assert [store.export_version(bench, n) for n in (1, 2, 3)] == exports
+        archive = _versions.archive(store)
+        assert archive is not None and all(g.value.startswith(DEFAULT_BASE_IRI) for g in archive.named_graphs())
+        del archive
+        store.rebase(NEW)  # and the rebase can be made again
+        assert [store.export_version(_moved_iri(bench, DEFAULT_BASE_IRI), n) for n in (1, 2, 3)] == exports
