@@ -18,14 +18,11 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    TextColumn,
-    TimeElapsedColumn,
-    TimeRemainingColumn,
-)
+from rich.filesize import decimal
+from rich.progress import BarColumn, ProgressColumn, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 from rich.progress import Progress as RichProgress
+from rich.progress import Task as RichTask
+from rich.text import Text
 
 from karenina_rdf._progress import Progress, Task
 
@@ -51,6 +48,28 @@ def wanted(progress: bool | None, quiet: bool) -> bool:
     if quiet or progress is False:
         return False
     return progress is True or sys.stderr.isatty()
+
+
+def _short(n: float | None) -> str:
+    """A count in a few characters: exact below 10,000, then 58.4k, 3.9M."""
+    if n is None:
+        return "?"
+    if n < 10_000:
+        return f"{int(n):,}"
+    if n < 1_000_000:
+        return f"{n / 1000:.1f}k"
+    return f"{n / 1_000_000:.1f}M"
+
+
+class _Count(ProgressColumn):
+    """``done/total unit``: bytes as sizes, other units as short counts."""
+
+    def render(self, task: RichTask) -> Text:
+        unit = task.fields.get("unit", "")
+        if unit == "bytes":
+            total = decimal(int(task.total)) if task.total is not None else "?"
+            return Text(f"{decimal(int(task.completed))}/{total}", style="progress.download")
+        return Text(f"{_short(task.completed)}/{_short(task.total)} {unit}", style="progress.download")
 
 
 class _BarTask:
@@ -96,9 +115,8 @@ class Bars:
         self.label = label
         self.bars = RichProgress(
             TextColumn("[bold]{task.description}[/]"),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn("{task.fields[unit]}"),
+            BarColumn(bar_width=20),
+            _Count(),
             TimeElapsedColumn(),
             TextColumn("ETA"),
             TimeRemainingColumn(),

@@ -22,7 +22,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, NotFoundError, Problem, StoreError
-from karenina_rdf._progress import QUIET, Progress, counted
+from karenina_rdf._progress import QUIET, Progress, Task, counted
 from karenina_rdf.rdf import (
     KAR,
     MODELS_GRAPH,
@@ -398,6 +398,8 @@ def import_results(
     label = label or str(source)
     file_hash = file_sha256(path, label)
     reader = ExportReader(path, label)
+    # The one total known before the rows are read: the file's size.
+    reading = progress.start("reading", path.stat().st_size, "bytes") if progress is not None else None
     try:
         rows = reader.rows()
         first = next(rows, None)
@@ -412,8 +414,8 @@ def import_results(
         version = _check_version(header, label)
         rid = run_id or _default_run_id(header, file_hash)
         stream = _chain([first] if first is not None else [], rows)
-        if progress is not None:
-            stream = _reading(stream, reader, path, progress)
+        if reading is not None:
+            stream = _reading(stream, reader, reading)
 
         def complete_header() -> dict[str, Any]:
             # Members after the rows (scenario_results) are known once the rows are read.
@@ -706,10 +708,9 @@ def _tally_lines(mapper: ResultMapper, run: str, facts: Iterable[Facts]) -> None
 
 
 def _reading(
-    rows: Iterator[tuple[str, int, Any]], reader: ExportReader, path: Path, progress: Progress
+    rows: Iterator[tuple[str, int, Any]], reader: ExportReader, reading: Task
 ) -> Iterator[tuple[str, int, Any]]:
-    """``rows``, telling ``progress`` how far into the file they are (checked every few rows)."""
-    reading = progress.start("reading", path.stat().st_size, "bytes")
+    """``rows``, telling ``reading`` how far into the file they are (checked every few rows)."""
     told = 0
     for n, row in enumerate(rows):
         yield row
