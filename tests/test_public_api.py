@@ -44,6 +44,7 @@ EXPECTED = sorted(
         "QueryNotFoundError",
         "QueryParam",
         "Problem",
+        "Progress",
         "ProviderError",
         "Question",
         "QuestionNotFoundError",

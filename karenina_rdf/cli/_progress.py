@@ -10,7 +10,6 @@ final state once), and never with ``--no-progress`` or ``--quiet``: piped output
 from __future__ import annotations
 
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -74,13 +73,13 @@ class _Count(ProgressColumn):
 
 class _BarTask:
     """One phase's line. Counts are gathered here and handed to rich at most
-    ``_UPDATES_PER_SECOND`` times a second; each task is advanced by one thread."""
+    ``_UPDATES_PER_SECOND`` times a second. Each task is advanced by one thread (a load's by the
+    loader thread), and ended once that thread is done: only ``done`` flushes from outside."""
 
     def __init__(self, bars: RichProgress, task: Any, total: int | None) -> None:
         self.bars, self.task, self.total = bars, task, total
         self.pending = self.completed = 0
         self.next_flush = 0.0
-        self.lock = threading.Lock()
 
     def advance(self, n: int = 1, /) -> None:
         self.pending += n
@@ -90,14 +89,12 @@ class _BarTask:
             self._flush()
 
     def _flush(self) -> None:
-        with self.lock:
-            n, self.pending = self.pending, 0
-            if n:
-                self.completed += n
-                self.bars.advance(self.task, n)
+        n, self.pending = self.pending, 0
+        if n:
+            self.completed += n
+            self.bars.advance(self.task, n)
 
     def set_total(self, total: int, /) -> None:
-        self._flush()
         self.total = total
         self.bars.update(self.task, total=total)
 

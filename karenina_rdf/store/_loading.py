@@ -93,14 +93,15 @@ class PipeSink:
         self._error: BaseException | None = None
 
     def write(self, text: str) -> int:
-        self.lines += text.count("\n")  # one line per triple: literals escape their newlines
+        n = text.count("\n")  # one line per triple: literals escape their newlines
+        self.lines += n
         if self._fh is not None:
             try:
                 written = self._fh.write(text)
             except BrokenPipeError:
                 self._failed()
             # The pipe holds little: what it took is (about) what the loader has read.
-            self.on_load(text.count("\n"))
+            self.on_load(n)
             return written
         text.encode("utf-8")  # what the pipe would refuse, refused here, row by row
         self._buffer.append(text)

@@ -15,7 +15,8 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import dataclass, field
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -39,7 +40,6 @@ class Command:
     # (phase, unit, total or None when the test cannot know it): each must end at its total.
     phases: tuple[tuple[str, str, int | None], ...]
     json_stdout: bool = False  # stdout is JSON (it must still parse)
-    extra: dict[str, str] = field(default_factory=dict)
 
 
 COMMANDS = [
@@ -242,22 +242,25 @@ def _under_a_terminal(args: list[str]) -> tuple[int, str, str]:
     code = "import sys; from karenina_rdf.cli import main; sys.argv[0] = 'karenina-rdf'; main()"
     env = {**os.environ, "PYTHONPATH": str(ROOT), "COLUMNS": "120"}
     env.pop("FORCE_COLOR", None)
-    p = subprocess.Popen(
-        [sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=child, env=env
-    )
-    os.close(child)
-    got = []
-    while True:
-        try:
-            chunk = os.read(main, 65536)
-        except OSError:  # the child closed its end
-            break
-        if not chunk:
-            break
-        got.append(chunk)
-    stdout = p.stdout.read().decode("utf-8") if p.stdout else ""
-    p.wait()
-    os.close(main)
+    # stdout to a file: a pipe would fill up (an export writes megabytes) while the terminal is read.
+    with tempfile.TemporaryFile() as out:
+        p = subprocess.Popen(
+            [sys.executable, "-c", code, *args], stdin=subprocess.DEVNULL, stdout=out, stderr=child, env=env
+        )
+        os.close(child)
+        got = []
+        while True:
+            try:
+                chunk = os.read(main, 65536)
+            except OSError:  # the child closed its end
+                break
+            if not chunk:
+                break
+            got.append(chunk)
+        p.wait()
+        os.close(main)
+        out.seek(0)
+        stdout = out.read().decode("utf-8")
     return p.returncode, stdout, b"".join(got).decode("utf-8", "replace")
 
 
@@ -271,7 +274,14 @@ def test_bars_on_a_terminal(cmd: Command, data: dict[str, Path], tmp_path: Path)
     _check_phases(cmd, terminal)
     if cmd.json_stdout:
         json.loads(stdout)
-    # --quiet on the same terminal: nothing drawn.
-    tmp_path.joinpath("quiet").mkdir()
-    code, _, terminal = _under_a_terminal([*_args(cmd, data, tmp_path / "quiet"), "--quiet"])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not hasattr(os, "openpty"), reason="needs a pseudo-terminal (POSIX)")
+@pytest.mark.parametrize("flag", ["--quiet", "--no-progress"])
+def test_quiet_on_a_terminal(flag: str, data: dict[str, Path], tmp_path: Path) -> None:
+    cmd = COMMANDS[0]
+    code, stdout, terminal = _under_a_terminal([*_args(cmd, data, tmp_path), flag])
+    assert code == 0, terminal
     assert "━" not in terminal and " ETA " not in terminal, terminal
+    assert stdout.startswith("imported ")
