@@ -165,7 +165,7 @@ def _import_into(
         # Runs while the loader thread is still loading: parsing templates is the Python half
         # of validation, and the loader's half needs no GIL.
         if templates is not None:
-            checking = progress.start("checking templates", len(templates), "templates")
+            checking = progress.start("checking", len(templates), "templates")
             cache = template_cache(store)
             for at in range(0, len(templates), _TEMPLATE_BATCH):
                 batch = templates[at : at + _TEMPLATE_BATCH]

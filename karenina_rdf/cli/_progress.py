@@ -67,8 +67,10 @@ class _Count(ProgressColumn):
         unit = task.fields.get("unit", "")
         if unit == "bytes":
             total = decimal(int(task.total)) if task.total is not None else "?"
-            return Text(f"{decimal(int(task.completed))}/{total}", style="progress.download")
-        return Text(f"{_short(task.completed)}/{_short(task.total)} {unit}", style="progress.download")
+            text = f"{decimal(int(task.completed))}/{total}"
+        else:
+            text = f"{_short(task.completed)}/{_short(task.total)} {unit}"
+        return Text(text, style="progress.download", no_wrap=True, overflow="ellipsis")
 
 
 class _BarTask:
@@ -112,7 +114,9 @@ class Bars:
         self.label = label
         self.bars = RichProgress(
             TextColumn("[bold]{task.description}[/]"),
-            BarColumn(bar_width=20),
+            # Narrow enough for the longest line ("results import mapping", "409.4k/409.4k
+            # triples") to fit in 80 columns.
+            BarColumn(bar_width=12),
             _Count(),
             TimeElapsedColumn(),
             TextColumn("ETA"),
