@@ -3,6 +3,7 @@
 from typing import TYPE_CHECKING, Any
 
 from karenina_rdf._importing import ImportReport, ImportResult
+from karenina_rdf._progress import Progress
 from karenina_rdf._store import Store
 from karenina_rdf.authoring import Answer, AnswerTemplate, BenchmarkInfo, Question
 from karenina_rdf.checkpoint import (
@@ -81,6 +82,7 @@ __all__ = [
     "NamedQuery",
     "NotFoundError",
     "Problem",
+    "Progress",
     "ProviderError",
     "QueryNotFoundError",
     "QueryParam",

@@ -21,8 +21,10 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, KareninaRDFError, Problem, StoreError
+from karenina_rdf._progress import QUIET, Progress
 from karenina_rdf.checkpoint import (
     MappedBenchmark,
+    entries,
     identity,
     map_checkpoint,
     read_bytes,
@@ -111,9 +113,11 @@ def import_checkpoint(
     name: str | None = None,
     validate: bool = True,
     keep_version: bool = True,
+    progress: Progress | None = None,
 ) -> ImportResult:
     """``Store.import_checkpoint``: read, map into a fresh generation graph, validate, publish;
-    a replaced generation is kept as a version unless ``keep_version`` is false."""
+    a replaced generation is kept as a version unless ``keep_version`` is false. ``progress`` is
+    told of the phases: questions mapped, triples loaded, validation steps."""
     file_hash = None
     if isinstance(source, dict):
         doc, label = source, name
@@ -132,7 +136,9 @@ def import_checkpoint(
     # A fresh generation graph, unreferenced until the catalog points at it: the sink loads on
     # a second thread while the rest is still being mapped.
     with store.generation(bench or "urn:x") as gen:
-        return _import_into(store, gen, doc, label, old_graph, file_hash, validate, replaced, keep_version)
+        return _import_into(
+            store, gen, doc, label, old_graph, file_hash, validate, replaced, progress or QUIET, keep_version
+        )
 
 
 def _import_into(
@@ -144,38 +150,69 @@ def _import_into(
     file_hash: str | None,
     validate: bool,
     replaced: list[Problem],
+    progress: Progress,
     keep_version: bool = True,
 ) -> ImportResult:
     pointers: dict[str, str] | None = {} if validate else None
     templates: list[tuple[str, str]] | None = [] if validate else None
+    mapping = progress.start("mapping", entries(doc), "questions")
+    # Chunks are loaded while the rest is mapped: the total is known once mapping ends.
+    loading = progress.start("loading", None, "triples")
+    gen.sink.on_load = loading.advance
     try:
         mapped = map_checkpoint(
-            doc, base_iri=store.base_iri, source=label, stream=gen.sink, pointers=pointers, templates=templates
+            doc,
+            base_iri=store.base_iri,
+            source=label,
+            stream=gen.sink,
+            pointers=pointers,
+            templates=templates,
+            progress=mapping,
         )
     finally:
         del doc  # the parsed JSON is the largest object of a big import
+    mapping.done()
+    loading.set_total(gen.sink.lines)
     code: list[ValidationResult] = []
 
     def check_code() -> None:
         # Runs while the loader thread is still loading: parsing templates is the Python half
         # of validation, and the loader's half needs no GIL.
         if templates is not None:
-            code.extend(template_results(templates, template_cache(store)))
+            checking = progress.start("checking", len(templates), "templates")
+            cache = template_cache(store)
+            for at in range(0, len(templates), _TEMPLATE_BATCH):
+                batch = templates[at : at + _TEMPLATE_BATCH]
+                code.extend(template_results(batch, cache))
+                checking.advance(len(batch))
+            checking.done()
             templates.clear()
 
     try:
         gen.sink.finish(while_loading=check_code)
     except (OSError, SyntaxError, ValueError) as exc:
         raise StoreError(f"loading {mapped.source or mapped.iri} failed, store unchanged: {exc}") from None
+    loading.done()
     modes = None
     validated: list[tuple[str, str]] = []
     if pointers is not None:
+        # Three steps of unequal length (the shapes and checks take most of the time).
+        validating = progress.start("validating", 3, "steps")
         findings = _refuse_violations(store, mapped, gen.graph, pointers, code)
+        validating.advance()
         modes = readiness(store.oxigraph, gen.graph, mapped.iri)
+        validating.advance()
         # Published with the graph: `validate --stored` reads these instead of validating again.
         validated = record_import(store, gen.graph, findings)
+        validating.advance()
+        validating.done()
     mapped.warnings = replaced + mapped.warnings
     return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated, keep_version)
+
+
+# Templates checked between two progress reports (checking one takes well under a millisecond
+# when the cache has it, a few when it does not).
+_TEMPLATE_BATCH = 200
 
 
 def _refuse_violations(
@@ -298,11 +335,12 @@ def import_results(
     benchmark: str | None = None,
     run: str | None = None,
     validate: bool = False,
+    progress: Progress | None = None,
 ) -> ResultsImport:
     """``Store.import_results``: a results database goes to ``import_results_db``; with
     ``validate``, validation's check runs on the loaded run before it is published."""
     if is_sqlite(source):
-        found = import_results_db(store, source, benchmark=benchmark, run=run)
+        found = import_results_db(store, source, benchmark=benchmark, run=run, progress=progress)
         if len(found) == 1:
             return found[0]
         raise InvalidValueError(  # the runs are imported; the caller asked for one result
@@ -310,13 +348,13 @@ def import_results(
         )
     check = _check_run(store) if validate else None
     if is_results_store(source):
-        runs = _import_results_store(store, source, benchmark=benchmark, run_name=run, check=check)
+        runs = _import_results_store(store, source, benchmark=benchmark, run_name=run, check=check, progress=progress)
         if len(runs) == 1:
             return runs[0]
         raise InvalidValueError(  # the runs are imported; the caller asked for one result
             f"{source} holds {len(runs)} runs, all imported; use import_results_store to get each one's report"
         )
-    return _import_results_file(store, source, benchmark=benchmark, run_id=run, check=check)
+    return _import_results_file(store, source, benchmark=benchmark, run_id=run, check=check, progress=progress)
 
 
 def import_results_store(
@@ -326,47 +364,67 @@ def import_results_store(
     benchmark: str | None = None,
     run: str | None = None,
     validate: bool = False,
+    progress: Progress | None = None,
 ) -> list[ResultsImport]:
     """``Store.import_results_store``: each run of a Karenina ``ResultsStore`` file, as an export."""
     check = _check_run(store) if validate else None
-    return _import_results_store(store, source, benchmark=benchmark, run_name=run, check=check)
+    return _import_results_store(store, source, benchmark=benchmark, run_name=run, check=check, progress=progress)
 
 
 def import_results_db(
-    store: GraphStore, source: str | Path, *, benchmark: str | None = None, run: str | None = None
+    store: GraphStore,
+    source: str | Path,
+    *,
+    benchmark: str | None = None,
+    run: str | None = None,
+    progress: Progress | None = None,
 ) -> list[ResultsImport]:
     """``Store.import_results_db``: each run of the database imported as an export is."""
-    return _import_results_db(store, source, benchmark=benchmark, run_id=run)
+    return _import_results_db(store, source, benchmark=benchmark, run_id=run, progress=progress)
 
 
 # -- several files -------------------------------------------------------------------------
 def import_paths(
-    store: GraphStore, paths: Iterable[str | Path], *, validate: bool = True, keep_version: bool = True
+    store: GraphStore,
+    paths: Iterable[str | Path],
+    *,
+    validate: bool = True,
+    keep_version: bool = True,
+    progress: Progress | None = None,
 ) -> ImportReport:
     """``Store.import_paths``: benchmarks first (result rows link to their questions); a bad
-    file is reported and the others still imported."""
+    file is reported and the others still imported. ``progress`` is told of the files done
+    (when there are several) and of each import's phases."""
     report = ImportReport()
     files = checkpoint_files(paths)
     results = [f for f in files if f.exists() and looks_like_results(f)]
+    p = progress or QUIET
+    done = p.start("files", len(files), "files") if len(files) > 1 else QUIET.start("files")
     # Benchmarks first: result rows link to the questions they name.
     for f in [f for f in files if f not in results] + results:
         if not f.exists():
             report.errors.append(str(Problem("no such file or folder", str(f))))
+            done.advance()
             continue
         try:
             if f in results:
                 if is_sqlite(f):
-                    report.results.extend(import_results_db(store, f))
+                    report.results.extend(import_results_db(store, f, progress=progress))
                 elif is_results_store(f):
-                    report.results.extend(import_results_store(store, f))
+                    report.results.extend(import_results_store(store, f, progress=progress))
                 else:
-                    report.results.append(import_results(store, f))
+                    report.results.append(import_results(store, f, progress=progress))
             else:
-                report.imported.append(import_checkpoint(store, f, validate=validate, keep_version=keep_version))
+                report.imported.append(
+                    import_checkpoint(store, f, validate=validate, keep_version=keep_version, progress=progress)
+                )
         except CheckpointError as exc:
-            report.errors.extend(str(p) for p in exc.problems)
+            report.errors.extend(str(problem) for problem in exc.problems)
         except KareninaRDFError as exc:
             report.errors.append(f"{f}: {exc}")
+        finally:
+            done.advance()
+    done.done()
     return report
 
 

@@ -10,6 +10,7 @@ from typing import IO, Any
 from karenina_rdf import _importing
 from karenina_rdf._errors import InvalidValueError
 from karenina_rdf._importing import ImportReport, ImportResult
+from karenina_rdf._progress import Progress
 from karenina_rdf.results import (
     ResultsImport,
     RunSummary,
@@ -43,6 +44,7 @@ class Store(GraphStore):
         name: str | None = None,
         validate: bool = True,
         keep_version: bool = True,
+        progress: Progress | None = None,
     ) -> ImportResult:
         """Import one checkpoint (a file or a parsed document); atomic: on error nothing changes.
 
@@ -53,20 +55,34 @@ class Store(GraphStore):
         loads is never refused (tests/parity asks Karenina): its templates are only read, and
         a global rubric trait Karenina would refuse when the rubric is built is a warning.
         The generation a re-import replaces is kept as a version (:meth:`versions`) unless
-        ``keep_version`` is false.
+        ``keep_version`` is false. ``progress`` (``karenina_rdf._progress.Progress``) is told of
+        the phases and their counts.
         """
-        return _importing.import_checkpoint(self, source, name=name, validate=validate, keep_version=keep_version)
+        return _importing.import_checkpoint(
+            self, source, name=name, validate=validate, keep_version=keep_version, progress=progress
+        )
 
     def import_paths(
-        self, paths: Iterable[str | Path], *, validate: bool = True, keep_version: bool = True
+        self,
+        paths: Iterable[str | Path],
+        *,
+        validate: bool = True,
+        keep_version: bool = True,
+        progress: Progress | None = None,
     ) -> ImportReport:
         """Import every checkpoint and results export found (benchmarks first); a bad file is
         reported and the others still imported."""
-        return _importing.import_paths(self, paths, validate=validate, keep_version=keep_version)
+        return _importing.import_paths(self, paths, validate=validate, keep_version=keep_version, progress=progress)
 
     # -- verification results ------------------------------------------------------------
     def import_results(
-        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None, validate: bool = False
+        self,
+        source: str | Path,
+        *,
+        benchmark: str | None = None,
+        run: str | None = None,
+        validate: bool = False,
+        progress: Progress | None = None,
     ) -> ResultsImport:
         """Import a Karenina results export (2.0-2.2) or results database (SQLite) into a run.
 
@@ -77,44 +93,61 @@ class Store(GraphStore):
         refuses it, warnings are returned); off by default, as it costs about one more import
         (docs/performance.md § Results); ``validate_store`` checks stored runs any time.
         """
-        return _importing.import_results(self, source, benchmark=benchmark, run=run, validate=validate)
+        return _importing.import_results(
+            self, source, benchmark=benchmark, run=run, validate=validate, progress=progress
+        )
 
     def import_results_db(
-        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None
+        self,
+        source: str | Path,
+        *,
+        benchmark: str | None = None,
+        run: str | None = None,
+        progress: Progress | None = None,
     ) -> list[ResultsImport]:
         """Import the runs of a Karenina results database (SQLite; ``run`` picks one by id or
         name), each atomic, as ``import_results`` imports an export."""
-        return _importing.import_results_db(self, source, benchmark=benchmark, run=run)
+        return _importing.import_results_db(self, source, benchmark=benchmark, run=run, progress=progress)
 
     def import_results_store(
-        self, source: str | Path, *, benchmark: str | None = None, run: str | None = None, validate: bool = False
+        self,
+        source: str | Path,
+        *,
+        benchmark: str | None = None,
+        run: str | None = None,
+        validate: bool = False,
+        progress: Progress | None = None,
     ) -> list[ResultsImport]:
         """Import the runs of a Karenina ``ResultsStore`` file (``{"runs": {name: [result, …]}}``,
         what ``ResultsStore.export_to_file`` writes; ``run`` picks one by name), each atomic and
         stored under its run name, as ``import_results`` imports an export."""
-        return _importing.import_results_store(self, source, benchmark=benchmark, run=run, validate=validate)
+        return _importing.import_results_store(
+            self, source, benchmark=benchmark, run=run, validate=validate, progress=progress
+        )
 
     def runs(self) -> list[RunSummary]:
         """The stored verification runs, oldest first."""
         return list_runs(self)
 
-    def export_results(self, run: str, target: str | Path | IO[str], *, format: str = "karenina-json") -> int:
+    def export_results(
+        self, run: str, target: str | Path | IO[str], *, format: str = "karenina-json", progress: Progress | None = None
+    ) -> int:
         """Write a run as a Karenina results export (``karenina-json``, format 2.2), as Karenina's
         CSV (``csv``) or into a Karenina results database (``karenina-db``: a SQLite file, created
         when new, that Karenina's ``load_verification_results`` reads); returns the row count."""
         if format == "karenina-db":
             if not isinstance(target, str | Path):
                 raise InvalidValueError("karenina-db writes a database file: give its path, not a stream")
-            return export_run_db(self, run, target)
-        return export_run(self, run, target, format)
+            return export_run_db(self, run, target, progress)
+        return export_run(self, run, target, format, progress)
 
     def resolve_run(self, run: str) -> str:
         """The IRI of the stored run with this id or IRI (``NotFoundError`` lists the runs)."""
         return resolve_run(self, run)[0]
 
-    def delete_run(self, run: str) -> str:
+    def delete_run(self, run: str, *, progress: Progress | None = None) -> str:
         """Remove a stored run; returns its IRI."""
-        return delete_run(self, run)
+        return delete_run(self, run, progress)
 
     # -- versions (store._versions; docs/publishing.md § Versions) ------------------------
     def versions(self, benchmark: str) -> list[BenchmarkVersion]:

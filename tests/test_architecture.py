@@ -26,6 +26,7 @@ PACKAGE = "karenina_rdf"
 # and validation; the package itself (its __init__, the public API) above all.
 ROOMS = (
     "karenina_rdf._errors",
+    "karenina_rdf._progress",  # the progress protocol the library layers report through
     "karenina_rdf.rdf",
     "karenina_rdf.checkpoint",
     "karenina_rdf.sparql",

@@ -46,6 +46,7 @@ EXPECTED = sorted(
         "QueryNotFoundError",
         "QueryParam",
         "Problem",
+        "Progress",
         "ProviderError",
         "Question",
         "QuestionNotFoundError",

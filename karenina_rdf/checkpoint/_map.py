@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from karenina_rdf._errors import CheckpointError, InvalidTypeError, Problem
+from karenina_rdf._progress import QUIET_TASK, Task
 from karenina_rdf.rdf import (
     KAR,
     RDF,
@@ -173,6 +174,7 @@ class _Mapper:
         self.problems: list[Problem] = []
         self.warnings: list[Problem] = []
         self.qid: str | None = None
+        self.progress: Task = QUIET_TASK
 
     # -- reporting -------------------------------------------------------------------------
     def at(self, node: str, ptr: str) -> None:
@@ -298,6 +300,7 @@ class _Mapper:
         taken: set[str] = set()
         for i, scenario in enumerate(scenarios):
             self.scenario(b, i, scenario, taken)
+            self.progress.advance()
         pvs = self.array(root, "additionalProperty", "")
         if pvs is not None:
             self.triples.extend(map_properties(b, "benchmark", pvs, "/additionalProperty", self))
@@ -330,6 +333,7 @@ class _Mapper:
         last = _last_occurrences(items)
         for i, node in enumerate(items):
             self.item(b, i, node, seen, last)
+            self.progress.advance()
         self.qid = None
         return list(seen)
 
@@ -562,6 +566,13 @@ def identity(root: Any, base_iri: str, keep_id: str | None = None) -> tuple[str,
     return derived, benchmark_iri(base_iri, derived), True
 
 
+def entries(doc: Any) -> int | None:
+    """How many questions (or scenarios) the mapper walks in ``doc``, for progress reports."""
+    if not isinstance(doc, dict):
+        return None
+    return sum(len(doc[k]) for k in ("dataFeedElement", "hasPart") if isinstance(doc.get(k), list))
+
+
 def map_checkpoint(
     doc: Any,
     *,
@@ -571,15 +582,18 @@ def map_checkpoint(
     keep_id: str | None = None,
     pointers: dict[str, str] | None = None,
     templates: list[tuple[str, str]] | None = None,
+    progress: Task | None = None,
 ) -> MappedBenchmark:
     """Check a parsed checkpoint against Karenina's load rules and map it to triples.
 
     With ``stream`` the triples are written there as N-Triples instead of kept in memory.
     ``keep_id`` is the identity to use when the document has no ``@id`` (an edited benchmark).
     ``pointers``, when given, is filled with node IRI → JSON pointer of the object it came from;
-    ``templates`` with (template IRI, code) pairs.
+    ``templates`` with (template IRI, code) pairs. ``progress`` is advanced by one per question
+    (or scenario) mapped.
     """
     mapper = _Mapper(base_iri, source, TripleSink(stream), keep_id, pointers, templates)
+    mapper.progress = progress or QUIET_TASK
     try:
         return mapper.benchmark(doc)
     except UnicodeEncodeError as exc:

@@ -15,6 +15,7 @@ from rich.table import Table
 
 from karenina_rdf._errors import InvalidValueError, KareninaRDFError, QueryNotFoundError
 from karenina_rdf._importing import checkpoint_files
+from karenina_rdf._progress import QUIET, QUIET_TASK, Progress
 from karenina_rdf._store import Store
 from karenina_rdf.authoring import Benchmark
 from karenina_rdf.rdf import PREFIXES
@@ -28,6 +29,7 @@ from karenina_rdf.sparql import (
 )
 
 from ._common import BaseOpt, StoreOpt, _errors, _fail, _open, _run, err, out
+from ._progress import ProgressOpt, QuietOpt, progress_bars
 
 commands = typer.Typer()
 
@@ -54,6 +56,8 @@ def import_(
             "`diff`); --no-keep-version drops it.",
         ),
     ] = True,
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
@@ -62,7 +66,8 @@ def import_(
     updated row by row."""
 
     def act(s: Store) -> int:
-        report = s.import_paths(paths, validate=validate, keep_version=keep_version)
+        with progress_bars(progress, quiet, "import") as bars:
+            report = s.import_paths(paths, validate=validate, keep_version=keep_version, progress=bars)
         for r in report.imported:
             out.print(
                 f"[green]{r.status}[/green] {escape(r.name)} {escape(r.version or '')} "
@@ -294,6 +299,8 @@ def export(
         str | None,
         typer.Option("--version", help="A kept version (number, 'previous' or a unique label; see `versions`)."),
     ] = None,
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
@@ -301,17 +308,15 @@ def export(
     (canonical JSON-LD that Karenina loads)."""
 
     def act(s: Store) -> None:
-        if output is None:
+        target = sys.stdout if output is None else output
+        with progress_bars(progress, quiet, "export") as bars:
             if version is None:
-                s.save(benchmark, sys.stdout)
+                s.save(benchmark, target, progress=bars)
             else:
-                s.save_version(benchmark, version, sys.stdout)
+                s.save_version(benchmark, version, target)
+        if output is None:
             sys.stdout.write("\n")
         else:
-            if version is None:
-                s.save(benchmark, output)
-            else:
-                s.save_version(benchmark, version, output)
             err.print(f"wrote {escape(str(output))}")
 
     _run(store, base_iri, act)
@@ -320,13 +325,16 @@ def export(
 @commands.command()
 def delete(
     benchmark: Annotated[str, typer.Argument(help="Benchmark id, IRI or unambiguous name.")],
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
     """Delete a benchmark from the store."""
 
     def act(s: Store) -> None:
-        gone = s.delete(benchmark)
+        with progress_bars(progress, quiet, "delete") as bars:
+            gone = s.delete(benchmark, progress=bars)
         out.print(f"deleted {escape(gone.name)} {escape(gone.version or '')} ({gone.questions} questions)")
 
     _run(store, base_iri, act)
@@ -348,6 +356,8 @@ def validate(
     ] = False,
     fmt: Annotated[str, typer.Option("--format", help="text, json or turtle (the sh:ValidationReport).")] = "text",
     engine: Annotated[str, typer.Option("--engine", help="auto, fast or pyshacl (the reference).")] = "auto",
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
@@ -364,28 +374,36 @@ def validate(
         err.print("[red]error:[/red] name checkpoint files to validate, or use --stored")
         raise typer.Exit(2)
 
-    def act(s: Store | None) -> list[Any]:
+    def act(s: Store | None, bars: Progress | None) -> list[Any]:
         if s is not None:
             refs: list[str | None] = list(targets) if targets else [None]
-            return [r for ref in refs for r in validate_store(s, ref, engine=engine)]  # type: ignore[arg-type]
+            return [r for ref in refs for r in validate_store(s, ref, engine=engine, progress=bars)]  # type: ignore[arg-type]
         files = list(checkpoint_files(targets or []))
         results = [f for f in files if looks_like_results(f)]
         checkpoints = [f for f in files if f not in results]
-        reports = [validate_file(f, engine=engine, base_iri=base_iri) for f in checkpoints]  # type: ignore[arg-type]
+        several = (bars or QUIET).start("files", len(files), "files") if len(files) > 1 else QUIET_TASK
+        reports = []
+        for f in checkpoints:
+            reports.append(validate_file(f, engine=engine, base_iri=base_iri, progress=bars))  # type: ignore[arg-type]
+            several.advance()
         # A results export is validated as a run, with the checkpoints named beside it as its benchmarks.
-        return reports + validate_results_files(results, checkpoints, engine=engine, base_iri=base_iri)  # type: ignore[arg-type]
+        reports += validate_results_files(results, checkpoints, engine=engine, base_iri=base_iri)  # type: ignore[arg-type]
+        several.advance(len(results))
+        several.done()
+        return reports
 
     # A benchmark that is not there, a bad base IRI or nothing to validate are usage errors (2),
     # kept apart from "does not conform" (1).
     try:
-        if stored:
-            s = _open(store, base_iri)
-            try:
-                reports = act(s)
-            finally:
-                s.close()
-        else:
-            reports = act(None)
+        with progress_bars(progress, quiet, "validate") as bars:
+            if stored:
+                s = _open(store, base_iri)
+                try:
+                    reports = act(s, bars)
+                finally:
+                    s.close()
+            else:
+                reports = act(None, bars)
     except KareninaRDFError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}")
         raise typer.Exit(2) from None

@@ -11,6 +11,7 @@ from rich.markup import escape
 from karenina_rdf._errors import InvalidValueError
 
 from ._common import BaseOpt, StoreOpt, _errors, _open, err, out
+from ._progress import ProgressOpt, QuietOpt, progress_bars
 
 commands = typer.Typer()
 
@@ -29,6 +30,8 @@ def publish(
         typer.Option(help="SPARQL endpoint holding this data under --base: the site's query page sends queries there."),
     ] = None,
     runs: Annotated[bool, typer.Option(help="Publish the verification runs made on the benchmarks.")] = True,
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
@@ -38,15 +41,17 @@ def publish(
     with _errors(usage=(InvalidValueError,)):
         s = _open(store, base_iri)
         try:
-            report = publish_site(
-                s,
-                benchmarks or [],
-                base,
-                output,
-                sparql_endpoint=sparql_endpoint,
-                runs=runs,
-                note=lambda text: err.print(f"note: {escape(text)}"),
-            )
+            with progress_bars(progress, quiet, "publish") as bars:
+                report = publish_site(
+                    s,
+                    benchmarks or [],
+                    base,
+                    output,
+                    sparql_endpoint=sparql_endpoint,
+                    runs=runs,
+                    note=lambda text: err.print(f"note: {escape(text)}"),
+                    progress=bars,
+                )
         finally:
             s.close()
     if report.moved:

@@ -16,6 +16,7 @@ from karenina_rdf.rdf import solutions, term_value
 from karenina_rdf.results import ResultsImport, is_results_store, is_sqlite
 
 from ._common import BaseOpt, StoreOpt, _run, err, out
+from ._progress import ProgressOpt, QuietOpt, progress_bars
 
 results_app = typer.Typer(
     help="Verification results: import Karenina results exports, list and compare runs, export them.",
@@ -75,6 +76,8 @@ def import_(
             "it costs about one more import. `karenina-rdf validate --stored` checks stored runs.",
         ),
     ] = False,
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
@@ -82,14 +85,15 @@ def import_(
 
     def act(s: Store) -> None:
         for path in paths:
-            if is_sqlite(path):
-                for result in s.import_results_db(path, benchmark=benchmark, run=run):
-                    print_results_import(result)
-            elif is_results_store(path):
-                for result in s.import_results_store(path, benchmark=benchmark, run=run, validate=validate):
-                    print_results_import(result)
-            else:
-                print_results_import(s.import_results(path, benchmark=benchmark, run=run, validate=validate))
+            with progress_bars(progress, quiet, "results import") as bars:
+                if is_sqlite(path):
+                    found = s.import_results_db(path, benchmark=benchmark, run=run, progress=bars)
+                elif is_results_store(path):
+                    found = s.import_results_store(path, benchmark=benchmark, run=run, validate=validate, progress=bars)
+                else:
+                    found = [s.import_results(path, benchmark=benchmark, run=run, validate=validate, progress=bars)]
+            for result in found:
+                print_results_import(result)
 
     _run(store, base_iri, act)
 
@@ -169,6 +173,8 @@ def export(
         ),
     ] = "karenina-json",
     output: Annotated[Path | None, typer.Option("--output", "-o", help="File to write (default: stdout).")] = None,
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
@@ -177,7 +183,8 @@ def export(
     def act(s: Store) -> None:
         if fmt == "karenina-db" and output is None:
             raise InvalidValueError("--format karenina-db writes a database file: give it with --output")
-        n = s.export_results(run, output if output is not None else sys.stdout, format=fmt)
+        with progress_bars(progress, quiet, "results export") as bars:
+            n = s.export_results(run, output if output is not None else sys.stdout, format=fmt, progress=bars)
         if output is not None:
             err.print(f"wrote {n} results to {escape(str(output))}")
 
@@ -187,12 +194,16 @@ def export(
 @results_app.command("delete")
 def delete(
     run: Annotated[str, typer.Argument(help="Run id or IRI.")],
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
     """Delete a run and its results from the store."""
 
     def act(s: Store) -> None:
-        out.print(f"deleted {escape(s.delete_run(run))}")
+        with progress_bars(progress, quiet, "results delete") as bars:
+            gone = s.delete_run(run, progress=bars)
+        out.print(f"deleted {escape(gone)}")
 
     _run(store, base_iri, act)

@@ -21,6 +21,7 @@ from karenina_rdf._errors import VerificationError
 from karenina_rdf.runner import RunOptions, RunReport
 
 from ._common import BaseOpt, StoreOpt, _errors, _open, err, out
+from ._progress import ProgressOpt, QuietOpt, wanted
 
 templates_app = typer.Typer(help="Answer templates: generate them with a model.", no_args_is_help=True)
 
@@ -66,7 +67,6 @@ UnsafeOpt = Annotated[
         "read and write what you can).",
     ),
 ]
-ProgressOpt = Annotated[bool, typer.Option("--progress/--no-progress", help="Show a progress bar.")]
 RunIdOpt = Annotated[str | None, typer.Option("--run", help="Id of the new run (default: verify-<time>-<random>).")]
 
 
@@ -257,7 +257,8 @@ def verify(
     record: RecordOpt = None,
     cache: CacheOpt = True,
     base_url: BaseUrlOpt = None,
-    progress: ProgressOpt = True,
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
@@ -307,7 +308,7 @@ def verify(
                 replay=replay,
                 record=record,
                 cache=cache,
-                progress=progress,
+                progress=wanted(progress, quiet),
                 **given,
             )
         finally:
@@ -452,7 +453,8 @@ def rescore(
     record: RecordOpt = None,
     cache: CacheOpt = True,
     base_url: BaseUrlOpt = None,
-    progress: ProgressOpt = True,
+    progress: ProgressOpt = None,
+    quiet: QuietOpt = False,
     store: StoreOpt = None,
     base_iri: BaseOpt = None,
 ) -> None:
@@ -475,7 +477,7 @@ def rescore(
                 unsafe_no_isolation=unsafe_no_isolation,
                 run_id=new_run,
             )
-            report = do_rescore(s, run, judges=judges, options=options, progress=progress, cost=_cost())
+            report = do_rescore(s, run, judges=judges, options=options, progress=wanted(progress, quiet), cost=_cost())
         finally:
             s.close()
     _report(report)

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, Problem
+from karenina_rdf._progress import QUIET, Progress, counted
 from karenina_rdf.rdf import SCHEMA
 
 from ._db_schema import DDL
@@ -322,11 +323,11 @@ def _literal(store: GraphStore, iri: str, predicate: str) -> str | None:
     return None
 
 
-def export_run_db(store: GraphStore, ref: str, target: str | Path) -> int:
+def export_run_db(store: GraphStore, ref: str, target: str | Path, progress: Progress | None = None) -> int:
     """Add a stored run to a Karenina results database (created when the file is new), under the
     benchmark it was verified on (by name; created without questions when the database lacks
     it). Karenina's ``load_verification_results`` reads the run back, by its name or its id, as
-    the results stored here. All or nothing: one transaction."""
+    the results stored here. All or nothing: one transaction. ``progress``: results written."""
     run, graph = resolve_run(store, ref)
     source = run_reader(store, graph)
     header = run_header(source, graph, run)
@@ -346,6 +347,8 @@ def export_run_db(store: GraphStore, ref: str, target: str | Path) -> int:
         benchmark = db.benchmark_id(bench_name)
         if benchmark is None:
             benchmark = db.save_benchmark(bench_name, None, version, None, None, None)
-        n = db.add_run(run_id, benchmark, run_name, header, (rebuild.row(r) for r in ordered_results(source, graph)))
+        iris = ordered_results(source, graph)
+        writing = (progress or QUIET).start("writing", len(iris), "results")
+        n = db.add_run(run_id, benchmark, run_name, header, counted(map(rebuild.row, iris), writing))
         db.commit()
     return n

@@ -78,6 +78,14 @@ class ExportReader:
     def close(self) -> None:
         self._fh.close()
 
+    def bytes_read(self) -> int:
+        """How far into the file reading has got, in bytes (for progress reports); 0 for a
+        stream that does not say."""
+        try:
+            return int(self._fh.buffer.tell())  # type: ignore[attr-defined]
+        except (AttributeError, OSError, ValueError):
+            return 0
+
     # -- window ----------------------------------------------------------------------------
     def _more(self) -> bool:
         if self._eof:

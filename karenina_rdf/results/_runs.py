@@ -22,6 +22,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, NotFoundError, Problem, StoreError
+from karenina_rdf._progress import QUIET, Progress, Task, counted
 from karenina_rdf.rdf import (
     KAR,
     MODELS_GRAPH,
@@ -382,18 +383,23 @@ def import_results(
     run_id: str | None = None,
     label: str | None = None,
     check: RunCheck | None = None,
+    progress: Progress | None = None,
 ) -> ResultsImport:
     """Import a Karenina results export (format 2.0-2.2) into the run it belongs to.
 
     Atomic per run; rows are read one at a time. Rows whose identity is already stored in the
     run replace those rows; rows whose question is not stored are kept (and counted); a question
     id held by several stored benchmarks needs ``benchmark``. ``check`` runs on the loaded,
-    unpublished run: its violations refuse the run, its warnings are reported.
+    unpublished run: its violations refuse the run, its warnings are reported. ``progress`` is
+    told of the file's bytes read (the one total known before the rows are), the results mapped
+    and the triples loaded.
     """
     path = Path(source)
     label = label or str(source)
     file_hash = file_sha256(path, label)
     reader = ExportReader(path, label)
+    # The one total known before the rows are read: the file's size.
+    reading = progress.start("reading", path.stat().st_size, "bytes") if progress is not None else None
     try:
         rows = reader.rows()
         first = next(rows, None)
@@ -408,12 +414,14 @@ def import_results(
         version = _check_version(header, label)
         rid = run_id or _default_run_id(header, file_hash)
         stream = _chain([first] if first is not None else [], rows)
+        if reading is not None:
+            stream = _reading(stream, reader, reading)
 
         def complete_header() -> dict[str, Any]:
             # Members after the rows (scenario_results) are known once the rows are read.
             return {**reader.header, **header} if "metadata" in header else reader.header
 
-        return _Import(store, rid, label, file_hash, benchmark, check=check).execute(
+        return _Import(store, rid, label, file_hash, benchmark, check=check, progress=progress).execute(
             header, stream, complete_header, version
         )
     finally:
@@ -430,9 +438,13 @@ class _Import:
         benchmark: str | None,
         name: str | None = None,
         check: RunCheck | None = None,
+        progress: Progress | None = None,
+        rows_total: int | None = None,
     ) -> None:
         self.store, self.rid, self.label, self.file_hash, self.name = store, rid, label, file_hash, name
         self.check = check
+        # Told of the results mapped (``rows_total`` of them, if known) and the triples loaded.
+        self.progress, self.rows_total = progress or QUIET, rows_total
         self.warnings: tuple[str, ...] = ()
         self.iri = run_iri(store.base_iri, rid)
         self.links = _Links(store, benchmark, label)
@@ -468,9 +480,12 @@ class _Import:
         facts: dict[str, Facts] = {}
         last_of: dict[str, Any] = {}
         count = triples = 0
+        mapping = self.progress.start("mapping", self.rows_total, "results")
+        loading = self.progress.start("loading", None, "triples")
         # Result imports reach millions of triples: one bulk load (see store._loading).
         with store.generation(self.iri, one_bulk_load=True) as gen:
             graph, sink = gen.graph, gen.sink
+            sink.on_load = loading.advance
             for key, index, row in rows:
                 pointer = f"/{key}/{index}"
                 self.links.position = pointer
@@ -496,6 +511,8 @@ class _Import:
                 except (OSError, SyntaxError, ValueError) as exc:
                     raise StoreError(f"loading results of {self.label} failed, store unchanged: {exc}") from None
                 mapper.lines.clear()
+                mapping.advance()
+            mapping.done()
             _header_lines(mapper, self.iri, self.rid, complete_header(), self.links)
             if self.name is not None:  # a database run's run_name; exports name no run
                 mapper._add(f"<{self.iri}>", t.iri(SCHEMA + "name"), t.string(self.name))
@@ -511,10 +528,12 @@ class _Import:
             triples += len(mapper.lines)
             sink.write("".join(mapper.lines))
             mapper.lines.clear()
+            loading.set_total(sink.lines)
             try:
                 sink.finish()
             except (OSError, SyntaxError, ValueError) as exc:
                 raise StoreError(f"loading results of {self.label} failed, store unchanged: {exc}") from None
+            loading.done()
             self._fix_duplicates(graph, mapper, {r: (seen[r], row) for r, row in last_of.items()}, offset)
             if self.check is not None:
                 self._validate(graph, "".join(mapper.model_lines))
@@ -688,14 +707,29 @@ def _tally_lines(mapper: ResultMapper, run: str, facts: Iterable[Facts]) -> None
             add(node, pred.nt, t.integer(value))
 
 
+def _reading(
+    rows: Iterator[tuple[str, int, Any]], reader: ExportReader, reading: Task
+) -> Iterator[tuple[str, int, Any]]:
+    """``rows``, telling ``reading`` how far into the file they are (checked every few rows)."""
+    told = 0
+    for n, row in enumerate(rows):
+        yield row
+        if n % 64 == 0:
+            at = reader.bytes_read()
+            reading.advance(at - told)
+            told = at
+    reading.advance(reader.bytes_read() - told)
+    reading.done()
+
+
 def _chain(first: list[Any], rest: Iterator[Any]) -> Iterator[Any]:
     yield from first
     yield from rest
 
 
-def delete_run(store: GraphStore, ref: str) -> str:
+def delete_run(store: GraphStore, ref: str, progress: Progress | None = None) -> str:
     run, graph = resolve_run(store, ref)
-    store.retire(graph, unpublish=run)
+    store.retire(graph, unpublish=run, progress=progress)
     return run
 
 
@@ -758,8 +792,15 @@ def ordered_results(source: ox.Store, graph: ox.NamedNode) -> list[str]:
     return [r for _, r in sorted(rows)]
 
 
-def export_run(store: GraphStore, ref: str, out: str | Path | IO[str], fmt: str = "karenina-json") -> int:
-    """Write a run as a Karenina results export (``karenina-json``, format 2.2) or as CSV."""
+def export_run(
+    store: GraphStore,
+    ref: str,
+    out: str | Path | IO[str],
+    fmt: str = "karenina-json",
+    progress: Progress | None = None,
+) -> int:
+    """Write a run as a Karenina results export (``karenina-json``, format 2.2) or as CSV;
+    ``progress`` is told of the results written."""
     if fmt not in ("karenina-json", "csv"):
         raise InvalidValueError(f"unknown results format {fmt!r}: karenina-json, csv or karenina-db")
     run, graph = resolve_run(store, ref)
@@ -767,6 +808,7 @@ def export_run(store: GraphStore, ref: str, out: str | Path | IO[str], fmt: str 
     header = run_header(source, graph, run)
     rebuild = ResultRebuilder(source, graph)
     iris = ordered_results(source, graph)
+    writing = (progress or QUIET).start("writing", len(iris), "results")
 
     def write(fh: IO[str]) -> int:
         if fmt == "csv":
@@ -782,8 +824,8 @@ def export_run(store: GraphStore, ref: str, out: str | Path | IO[str], fmt: str 
                 if isinstance(rubric, dict)
                 else []
             )
-            return write_csv(fh, header, (rebuild.row(r) for r in iris), names, scored_names(source, graph))
-        return write_export(fh, header, (rebuild.row(r) for r in iris))
+            return write_csv(fh, header, counted(map(rebuild.row, iris), writing), names, scored_names(source, graph))
+        return write_export(fh, header, counted(map(rebuild.row, iris), writing))
 
     if not isinstance(out, (str, Path)):
         return write(out)

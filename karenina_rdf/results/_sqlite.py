@@ -35,6 +35,7 @@ from karenina_rdf._errors import (
     NotFoundError,
     Problem,
 )
+from karenina_rdf._progress import Progress
 
 from ._model import (
     DEEP_JUDGMENT,
@@ -614,6 +615,7 @@ def import_results_db(
     benchmark: str | None = None,
     run_id: str | None = None,
     label: str | None = None,
+    progress: Progress | None = None,
 ) -> list[ResultsImport]:
     """Import the runs of a Karenina results database (SQLite) into the store: each row of
     ``verification_runs`` becomes the run ``verification_runs.id``, its results rebuilt as
@@ -638,7 +640,7 @@ def import_results_db(
         builder = RowBuilder(db.tables["verification_results"])
         out: list[ResultsImport] = []
         for run in runs:
-            out.append(_import_run(store, db, run, builder, label, file_hash, benchmark))
+            out.append(_import_run(store, db, run, builder, label, file_hash, benchmark, progress))
         return out
 
 
@@ -650,6 +652,7 @@ def _import_run(
     label: str,
     file_hash: str,
     benchmark: str | None,
+    progress: Progress | None = None,
 ) -> ResultsImport:
     hint = benchmark if benchmark is not None else _benchmark_hint(store, run.benchmark)
     db.db.execute("BEGIN")
@@ -664,9 +667,9 @@ def _import_run(
 
         header = run.header
         try:
-            result = _Import(store, run.id, label, file_hash, hint, name=run.run_name).execute(
-                header, rows(), lambda: header, FORMAT_VERSION
-            )
+            result = _Import(
+                store, run.id, label, file_hash, hint, name=run.run_name, progress=progress, rows_total=len(ids)
+            ).execute(header, rows(), lambda: header, FORMAT_VERSION)
         except CheckpointError as exc:
             raise _relocate(exc, ids) from None
         except sqlite3.Error as exc:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from karenina_rdf._errors import CheckpointError, NotFoundError, Problem
+from karenina_rdf._progress import Progress
 
 from ._model import FORMAT_VERSION
 from ._runs import ResultsImport, RunCheck, _Import, file_sha256
@@ -71,6 +72,7 @@ def import_results_store(
     run_name: str | None = None,
     label: str | None = None,
     check: RunCheck | None = None,
+    progress: Progress | None = None,
 ) -> list[ResultsImport]:
     """Import the runs of a ``ResultsStore`` file, each atomic, as exports are imported;
     ``run_name`` imports only that run. A run already stored under the name is upserted."""
@@ -109,8 +111,16 @@ def import_results_store(
             return header
 
         out.append(
-            _Import(store, name, label, file_hash, benchmark, name=name, check=check).execute(
-                header, items(), complete, FORMAT_VERSION
-            )
+            _Import(
+                store,
+                name,
+                label,
+                file_hash,
+                benchmark,
+                name=name,
+                check=check,
+                progress=progress,
+                rows_total=len(rows),
+            ).execute(header, items(), complete, FORMAT_VERSION)
         )
     return out

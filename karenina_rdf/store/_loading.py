@@ -39,6 +39,9 @@ class Sink(Protocol):
     """Where a mapper writes N-Triples text; the triples end up in one graph."""
 
     lines: int
+    # Told how many lines (triples) reached the store each time some did: the progress hook
+    # (karenina_rdf._progress), called on the loader's thread.
+    on_load: Callable[[int], None]
 
     def write(self, text: str, /) -> int:
         """Raises ``UnicodeEncodeError`` for text that is not UTF-8 (a lone surrogate) before
@@ -63,6 +66,10 @@ def open_sink(store: ox.Store, graph: ox.NamedNode, folder: Path, *, one_bulk_lo
     return ChunkSink(store, graph, folder)
 
 
+def _nothing(_: int) -> None:
+    pass
+
+
 def _transactional_load(store: ox.Store, graph: ox.NamedNode, text: str) -> None:
     store.load(input=text, format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
 
@@ -80,18 +87,23 @@ class PipeSink:
         self.store, self.graph = store, graph
         self.fifo = folder / "load.nt"
         self.lines = 0
+        self.on_load: Callable[[int], None] = _nothing
         self._buffer: list[str] = []
         self._fh: IO[str] | None = None
         self._thread: threading.Thread | None = None
         self._error: BaseException | None = None
 
     def write(self, text: str) -> int:
-        self.lines += text.count("\n")  # one line per triple: literals escape their newlines
+        n = text.count("\n")  # one line per triple: literals escape their newlines
+        self.lines += n
         if self._fh is not None:
             try:
-                return self._fh.write(text)
+                written = self._fh.write(text)
             except BrokenPipeError:
                 self._failed()
+            # The pipe holds little: what it took is (about) what the loader has read.
+            self.on_load(n)
+            return written
         text.encode("utf-8")  # what the pipe would refuse, refused here, row by row
         self._buffer.append(text)
         if self.lines >= SMALL:
@@ -130,6 +142,7 @@ class PipeSink:
             self._fh.write(pending)
         except BrokenPipeError:
             self._failed()
+        self.on_load(self.lines)
 
     def _load(self) -> None:
         try:
@@ -144,6 +157,7 @@ class PipeSink:
             if self._buffer:
                 _transactional_load(self.store, self.graph, "".join(self._buffer))
                 self._buffer.clear()
+                self.on_load(self.lines)
             return
         with contextlib.suppress(BrokenPipeError, ValueError):  # the loader failed: raised below
             self._fh.close()
@@ -191,6 +205,8 @@ class ChunkSink:
     def __init__(self, store: ox.Store, graph: ox.NamedNode, folder: Path) -> None:
         self.store, self.graph, self.folder = store, graph, folder
         self.lines = 0
+        self.on_load: Callable[[int], None] = _nothing
+        self._sizes: dict[Path, int] = {}  # lines of each chunk file, for on_load
         self.paths: list[Path] = []
         self.submitted: list[Path] = []
         self._fh: IO[str] | None = None
@@ -219,6 +235,7 @@ class ChunkSink:
 
     def _close_chunk(self) -> None:
         if self._fh is not None:
+            self._sizes[self.paths[-1]] = self._chunk_lines
             self._fh.close()
             self._fh = None
 
@@ -235,6 +252,7 @@ class ChunkSink:
                 continue
             try:
                 _bulk_load(self.store, self.graph, path)
+                self.on_load(self._sizes.get(path, 0))
             except BaseException as exc:  # handed to the importing thread by finish()
                 self._error = exc
 
@@ -252,6 +270,7 @@ class ChunkSink:
                 while_loading()
             for path in last:  # small: one transactional write
                 self.store.load(path=str(path), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+                self.on_load(self.lines)
             return
         for path in last:
             self._submit(path)

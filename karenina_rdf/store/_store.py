@@ -27,6 +27,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import AmbiguousBenchmarkError, BenchmarkNotFoundError, InvalidValueError, StoreError
+from karenina_rdf._progress import QUIET, QUIET_TASK, Progress, Task, counted
 from karenina_rdf.checkpoint import benchmark_json, item_json, write_json
 from karenina_rdf.rdf import (
     CATALOG_GRAPH,
@@ -323,18 +324,20 @@ class GraphStore:
                 return True
         return False
 
-    def drop_graph(self, graph: ox.NamedNode, *, size: int | None = None) -> None:
+    def drop_graph(self, graph: ox.NamedNode, *, size: int | None = None, progress: Progress | None = None) -> None:
         """Remove a graph's triples (callers unlink it from the catalog first). ``size``: its
         number of triples, if known; a big graph in a store on disk holding little else is
-        dropped by rebuilding the store without it."""
+        dropped by rebuilding the store without it. ``progress``: triples removed, or the graphs
+        kept and reloaded by a rebuild."""
         if self.remote is not None:
             self.remote.drop_graph(graph)  # one DROP on a server; pyoxigraph's removal is slow
             return
         if size is not None and self.drop_by_rebuilding and self.path is not None and self._rest_is_small(graph, size):
-            self._rebuild_without(graph)
+            self._rebuild_without(graph, progress or QUIET)
             return
         # Removing quads is slow in pyoxigraph; batches keep each transaction small
         # (docs/performance.md).
+        removing = (progress or QUIET).start("removing", size, "triples")
         quads = self._ox.quads_for_pattern(None, None, None, graph)
         while True:
             batch = [q for _, q in zip(range(_DELETE_BATCH), quads, strict=False)]
@@ -342,16 +345,25 @@ class GraphStore:
                 break
             body = "\n".join(f"{q.subject} {q.predicate} {q.object} ." for q in batch)
             self._ox.update(f"DELETE DATA {{ GRAPH {graph} {{\n{body}\n}} }}")
+            removing.advance(len(batch))
         self._ox.remove_graph(graph)
+        removing.done()
 
-    def retire(self, graph: ox.NamedNode, *, unpublish: str | None = None, size: int | None = None) -> None:
+    def retire(
+        self,
+        graph: ox.NamedNode,
+        *,
+        unpublish: str | None = None,
+        size: int | None = None,
+        progress: Progress | None = None,
+    ) -> None:
         """Drop a generation graph no longer (or never) published, marked pending while it is
         dropped (slowly, in batches) so no query sees it; ``unpublish`` first forgets the
         benchmark or run that the catalog says lives there. ``size``: as for :meth:`drop_graph`."""
         self.catalog.mark_pending(graph, True)
         if unpublish is not None:
             self.catalog.unpublish(unpublish)
-        self.drop_graph(graph, size=size)
+        self.drop_graph(graph, size=size, progress=progress)
         self.catalog.mark_pending(graph, False)
 
     # -- dropping by rebuilding --------------------------------------------------------------
@@ -378,7 +390,7 @@ class GraphStore:
                     return False
         return budget >= 0
 
-    def _rebuild_without(self, graph: ox.NamedNode) -> None:
+    def _rebuild_without(self, graph: ox.NamedNode, progress: Progress) -> None:
         """Drop ``graph`` by clearing the store and bulk-loading everything else back.
 
         What stays is first written to ``.rebuild/`` in the store folder as one N-Quads file (one
@@ -391,14 +403,22 @@ class GraphStore:
         shutil.rmtree(folder, ignore_errors=True)
         folder.mkdir()
         keep = [g for g in self._ox.named_graphs() if g != graph]
+        keeping = progress.start("keeping", len(keep) + 1, "graphs")
         with open(folder / "rest.nq", "wb") as out:
             self._dump_as_quads(ox.DefaultGraph(), out, folder)
+            keeping.advance()
             for g in keep:
                 self._dump_as_quads(g, out, folder)
+                keeping.advance()
             out.flush()
             os.fsync(out.fileno())
+        keeping.done()
         self._commit_rebuild(folder, keep)
+        # One bulk load, which reports nothing until it ends: the one file it reads is the count.
+        reloading = progress.start("reloading", 1, "files")
         self._finish_rebuild()
+        reloading.advance()
+        reloading.done()
 
     @staticmethod
     def _commit_rebuild(folder: Path, graphs: Iterable[ox.NamedNode | ox.BlankNode]) -> None:
@@ -630,18 +650,20 @@ class GraphStore:
         header = self._header_index(source, bench, graph)
         return benchmark_json(header, bench, list(self._items_json(source, bench, graph)))
 
-    def save(self, ref: str, path: str | Path | IO[str]) -> None:
-        """Write the benchmark as a checkpoint file, streaming item by item."""
+    def save(self, ref: str, path: str | Path | IO[str], *, progress: Progress | None = None) -> None:
+        """Write the benchmark as a checkpoint file, streaming item by item (``progress`` is told
+        of the questions written)."""
         bench, graph = self.graph_of(ref)
         source = self.reader(graph)
         header = benchmark_json(self._header_index(source, bench, graph), bench, [])
+        task = (progress or QUIET).start("writing", None, "questions")
         if not isinstance(path, (str, Path)):
-            write_json(path, header, self._items_json(source, bench, graph))
+            write_json(path, header, self._items_json(source, bench, graph, task))
             return
         target = Path(path)
         tmp = target.with_name(f".{target.name}.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            write_json(fh, header, self._items_json(source, bench, graph))
+            write_json(fh, header, self._items_json(source, bench, graph, task))
         os.replace(tmp, target)  # never leave a half-written checkpoint behind
 
     def reader(self, graph: ox.NamedNode) -> ox.Store:
@@ -663,10 +685,14 @@ class GraphStore:
         return node_index(source, graph, [bench], skip=(f"{bench}/items/", f"{bench}/questions/", f"{bench}/shadowed/"))
 
     @staticmethod
-    def _items_json(source: ox.Store, bench: str, graph: ox.NamedNode) -> Iterator[dict[str, Any]]:
+    def _items_json(
+        source: ox.Store, bench: str, graph: ox.NamedNode, task: Task = QUIET_TASK
+    ) -> Iterator[dict[str, Any]]:
         # Items shadowed by a later one with their question id go back where they were.
         shadows = shadowed_items(source, graph, bench)
-        for item in ordered_items(source, graph, bench):
+        items = ordered_items(source, graph, bench)
+        task.set_total(len(items))
+        for item in counted(items, task):
             # Item and question share their id segment by construction (_ids.item_iri/question_iri).
             question = bench + "/questions/" + item[len(bench) + len("/items/") :]
             index = node_index(source, graph, [item, question])
@@ -679,12 +705,12 @@ class GraphStore:
         for *_, text in shadows:
             yield json.loads(text)
 
-    def delete(self, ref: str) -> BenchmarkSummary:
+    def delete(self, ref: str, *, progress: Progress | None = None) -> BenchmarkSummary:
         bench, graph = self.graph_of(ref)
         summary = self._summary(bench, graph)
         size = self.catalog.value(bench, TRIPLE_COUNT)
         _versions.drop_all(self, bench)  # its kept versions go with it
-        self.retire(graph, unpublish=bench, size=int(size) if size is not None else None)
+        self.retire(graph, unpublish=bench, size=int(size) if size is not None else None, progress=progress)
         return summary
 
     # -- SPARQL ----------------------------------------------------------------------------

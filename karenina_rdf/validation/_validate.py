@@ -23,7 +23,8 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import CheckpointError, InvalidValueError, NotFoundError, Problem, StoreError
-from karenina_rdf.checkpoint import map_checkpoint, read_checkpoint, without_lone_surrogates
+from karenina_rdf._progress import QUIET, Progress, counted
+from karenina_rdf.checkpoint import entries, map_checkpoint, read_checkpoint, without_lone_surrogates
 from karenina_rdf.rdf import (
     KAR,
     MODELS_GRAPH,
@@ -246,23 +247,38 @@ def check_engine(engine: str) -> None:
 
 
 def validate(
-    source: str | Path | dict[str, Any], *, engine: Engine = "auto", base_iri: str | None = None
+    source: str | Path | dict[str, Any],
+    *,
+    engine: Engine = "auto",
+    base_iri: str | None = None,
+    progress: Progress | None = None,
 ) -> BenchmarkReport:
-    """Validate a checkpoint file (or parsed document) without storing it."""
+    """Validate a checkpoint file (or parsed document) without storing it; ``progress`` is told
+    of the questions mapped, the triples loaded and the validation's steps."""
     check_engine(engine)
+    p = progress or QUIET
     label = None if isinstance(source, dict) else str(source)
     pointers: dict[str, str] = {}
     try:
         doc = source if isinstance(source, dict) else read_checkpoint(source)
         doc, replaced = without_lone_surrogates(doc, label)
         store = GraphStore.memory(base_iri=base_iri)
-        mapped = map_checkpoint(doc, base_iri=store.base_iri, source=label, pointers=pointers)
+        mapping = p.start("mapping", entries(doc), "questions")
+        mapped = map_checkpoint(doc, base_iri=store.base_iri, source=label, pointers=pointers, progress=mapping)
+        mapping.done()
     except CheckpointError as exc:
         return BenchmarkReport(source=label, benchmark=None, findings=[load_finding(p) for p in exc.problems])
     graph = ox.NamedNode(mapped.iri + "/graph/validation")
     text = "".join(f"{s} {p} {o} .\n" for s, p, o in mapped.triples)
+    # One load: its one count is the triples, known before it starts and done when it ends.
+    loading = p.start("loading", mapped.sink.count, "triples")
     store.oxigraph.load(input=text.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=graph)
+    loading.advance(mapped.sink.count)
+    loading.done()
+    checking = p.start("checking", 1, "graphs")
     findings = _findings(store, graph, mapped.iri, mapped.name, engine, pointers)
+    checking.advance()
+    checking.done()
     # What the load rules warned about and no shape or check re-found (the import's rule too).
     covered = {f.pointer for f in findings if f.pointer is not None}
     warned = replaced + [
@@ -274,9 +290,12 @@ def validate(
     return BenchmarkReport(source=label, benchmark=mapped.name, findings=findings)
 
 
-def validate_store(store: GraphStore, ref: str | None = None, *, engine: Engine = "auto") -> list[BenchmarkReport]:
+def validate_store(
+    store: GraphStore, ref: str | None = None, *, engine: Engine = "auto", progress: Progress | None = None
+) -> list[BenchmarkReport]:
     """Validate what is stored, one report each: every benchmark, then every verification run;
-    or the one benchmark or run that ``ref`` (an id, IRI or benchmark name) names."""
+    or the one benchmark or run that ``ref`` (an id, IRI or benchmark name) names. ``progress``
+    is told of the benchmarks and runs validated."""
     check_engine(engine)
     if ref is None:
         benches = _in_list_order(store)
@@ -290,6 +309,7 @@ def validate_store(store: GraphStore, ref: str | None = None, *, engine: Engine 
             except NotFoundError as no_run:
                 raise NotFoundError(f"{no_benchmark}; {no_run}") from None
     reports = []
+    validating = (progress or QUIET).start("validating", len(benches) + len(runs), "benchmarks and runs")
     for bench in benches:
         graph = store.graph_of(bench)[1]
         name = _benchmark_name(store, bench, graph)
@@ -303,7 +323,8 @@ def validate_store(store: GraphStore, ref: str | None = None, *, engine: Engine 
         record = validate_recorded(store, bench, graph.value, validate_all) if recorded else validate_all()
         findings = [Finding.model_validate(f) for f in record]
         reports.append(BenchmarkReport(source=store.catalog.value(bench, SOURCE), benchmark=name, findings=findings))
-    reports.extend(validate_run(store, run, engine=engine) for run in runs)
+        validating.advance()
+    reports.extend(validate_run(store, run, engine=engine) for run in counted(runs, validating))
     if ref is None:
         prune(store)
     return reports

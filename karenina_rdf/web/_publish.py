@@ -33,6 +33,7 @@ import pyoxigraph as ox
 from pydantic import BaseModel, ConfigDict
 
 from karenina_rdf._errors import InvalidValueError, StoreError
+from karenina_rdf._progress import QUIET, QUIET_TASK, Progress, Task
 from karenina_rdf._store import Store
 from karenina_rdf.authoring import Benchmark
 from karenina_rdf.linked import Located, Site
@@ -105,7 +106,7 @@ def publish(
     *,
     sparql_endpoint: str | None = None,
     runs: bool = True,
-    progress: Callable[[int, int], None] | None = None,
+    progress: Progress | None = None,
     note: Callable[[str], None] | None = None,
 ) -> PublishReport:
     """Write ``benchmarks`` (ids, IRIs or names; every stored one when empty) and, with ``runs``,
@@ -113,7 +114,8 @@ def publish(
 
     ``out`` must be empty or missing. ``sparql_endpoint`` names the SPARQL endpoint the site's
     query page sends queries to (one that holds this data under ``base``); without it the site
-    has no query page. ``progress(done, total)`` is called as resources are written; ``note``
+    has no query page. ``progress`` is told of the benchmarks copied and the resources written
+    (each its page and RDF files); ``note``
     is told, before anything is written, when the store's IRIs are rewritten to ``base``."""
     base = _check_base(base)
     sparql_endpoint = _check_endpoint(sparql_endpoint)
@@ -133,9 +135,11 @@ def publish(
     public = Store.memory(base_iri=base)
     created = not target.exists()
     try:
-        bench_iris, run_iris = _copy(store, public, chosen, runs)
+        bench_iris, run_iris = _copy(
+            store, public, chosen, runs, (progress or QUIET).start("copying", len(chosen), "benchmarks")
+        )
         target.mkdir(parents=True, exist_ok=True)
-        writer = _Writer(public, target, sparql_endpoint, progress)
+        writer = _Writer(public, target, sparql_endpoint, progress or QUIET)
         writer.write_all(bench_iris, run_iris)
     except BaseException:
         # No half-written site: the folder is left as it was found (new: removed; empty: emptied).
@@ -164,7 +168,9 @@ def publish(
     )
 
 
-def _copy(source: Store, public: Store, chosen: list[str], runs: bool) -> tuple[list[str], list[str]]:
+def _copy(
+    source: Store, public: Store, chosen: list[str], runs: bool, copying: Task = QUIET_TASK
+) -> tuple[list[str], list[str]]:
     """Each chosen benchmark through its checkpoint, each run on them through its results export,
     into ``public`` (minting under the public base)."""
     from karenina_rdf.checkpoint import read_json
@@ -179,6 +185,8 @@ def _copy(source: Store, public: Store, chosen: list[str], runs: bool) -> tuple[
         # What was stored once passed the import's checks; they need not run twice.
         bench_iris.append(public.import_checkpoint(doc, name=label, validate=False).iri)
         _copy_versions(source, public, bench, bench_iris[-1])
+        copying.advance()
+    copying.done()
     run_iris: list[str] = []
     if not runs:
         return bench_iris, run_iris
@@ -236,7 +244,7 @@ class _Writer:
     store: Store
     out: Path
     sparql: str | None
-    progress: Callable[[int, int], None] | None
+    progress: Progress
     resources: int = 0
     pages: int = 0
     moved: list[str] = field(default_factory=list)
@@ -386,16 +394,16 @@ class _Writer:
                 await render("/compare", "compare")
             if self.sparql:
                 await render("/query", "query")
-            total = len(resources)
-            for done, (iri, where) in enumerate(resources, 1):
+            writing = self.progress.start("writing", len(resources), "resources")
+            for iri, where in resources:
                 rel = self.rel_of(iri)
                 await render(self.site.path_for(iri), rel)
                 triples = self.site.describe(where)
                 for fmt, suffix in RDF_SUFFIXES.items():
                     self.put(rel + suffix, serialize_graph(triples, fmt, prefixes=PREFIXES) or b"")
                 self.resources += 1
-                if progress := self.progress:
-                    progress(done, total)
+                writing.advance()
+            writing.done()
 
     def _paged(self, page: str, path: str) -> Iterator[int]:
         """The page numbers a page's pager links to on its own path."""

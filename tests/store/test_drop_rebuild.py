@@ -8,6 +8,7 @@ import gc
 import shutil
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pyoxigraph as ox
 import pytest
@@ -113,7 +114,7 @@ def test_big_store_drops_quad_by_quad(tmp_path: Path, monkeypatch: pytest.Monkey
     gone = _seed(seeded)
     monkeypatch.setattr(store_module, "_REBUILD_RATIO", 0)
 
-    def no_rebuild(self: object, graph: object) -> None:
+    def no_rebuild(self: object, graph: object, *rest: object) -> None:
         raise AssertionError("rebuilt a store holding more than the graph dropped")
 
     monkeypatch.setattr(store_module.GraphStore, "_rebuild_without", no_rebuild)
@@ -126,9 +127,9 @@ def test_replacing_the_only_benchmark_rebuilds(tmp_path: Path, monkeypatch: pyte
     calls: list[object] = []
     real = store_module.GraphStore._rebuild_without
 
-    def spy(self: store_module.GraphStore, graph: ox.NamedNode) -> None:
+    def spy(self: store_module.GraphStore, graph: ox.NamedNode, *rest: Any) -> None:
         calls.append(graph)
-        real(self, graph)
+        real(self, graph, *rest)  # the rest: its progress
 
     monkeypatch.setattr(store_module.GraphStore, "_rebuild_without", spy)
     doc = (EXAMPLES / "pharmacology.jsonld").read_text(encoding="utf-8")
@@ -146,7 +147,7 @@ def test_replacing_the_only_benchmark_rebuilds(tmp_path: Path, monkeypatch: pyte
 def test_the_endpoint_never_empties_the_store_it_serves(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Pages read the store on other threads while a delete runs: no rebuild there."""
 
-    def no_rebuild(self: object, graph: object) -> None:
+    def no_rebuild(self: object, graph: object, *rest: object) -> None:
         raise AssertionError("the served store was cleared")
 
     monkeypatch.setattr(store_module.GraphStore, "_rebuild_without", no_rebuild)
