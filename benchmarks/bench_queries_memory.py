@@ -111,7 +111,7 @@ def _p50(run: Callable[[], int], repeat: int, slow_s: float) -> tuple[float, int
     return statistics.median(times), rows
 
 
-def cases(store: Store, only: set[str] | None) -> list[tuple[str, str, dict[str, str]]]:
+def cases(store: Store, only: set[str] | None, skip: set[str]) -> list[tuple[str, str, dict[str, str]]]:
     first = next(iter(store.query("SELECT ?id WHERE { ?r karenina:questionId ?id } ORDER BY ?id LIMIT 1")), None)
     out = []
     for name in sorted(named_queries()):
@@ -120,11 +120,16 @@ def cases(store: Store, only: set[str] | None) -> list[tuple[str, str, dict[str,
         for params in PARAMS.get(name, [{}]):
             if params.get("question_id") == "FIRST_RESULT_QUESTION":
                 params = {"question_id": first["id"].value if first else "none"}
-            out.append((name, name + "".join(f" {k}={v}" for k, v in params.items() if k != "question_id"), params))
+            label = name + "".join(f" {k}={v}" for k, v in params.items() if k != "question_id")
+            if label in skip:
+                continue
+            out.append((name, label, params))
     return out
 
 
-def bench_size(n: int, workdir: Path, repeat: int, results: int, only: set[str] | None, slow_s: float) -> list[str]:
+def bench_size(
+    n: int, workdir: Path, repeat: int, results: int, only: set[str] | None, slow_s: float, skip: set[str]
+) -> list[str]:
     folder, load = build(n, workdir, results)
     store = Store(folder)
     start = time.perf_counter()
@@ -133,7 +138,7 @@ def bench_size(n: int, workdir: Path, repeat: int, results: int, only: set[str] 
     quads = len(memory)
     load_avg = [Path("/proc/loadavg").read_text().split()[:3]]
     rows_table = []
-    for name, label, params in cases(store, only):
+    for name, label, params in cases(store, only, skip):
         text = "".join(f"PREFIX {p}: <{iri}>\n" for p, iri in PREFIXES.items())
         from karenina_rdf.sparql._named import find_query
 
@@ -172,12 +177,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--workdir", type=Path, default=Path("/tmp/i20q"), help="stores are kept here for reuse")
     parser.add_argument("--slow", type=float, default=2.0, help="one timed run after a warm-up this slow (s)")
     parser.add_argument("--only", default="", help="comma-separated query names (default: all)")
+    parser.add_argument("--skip", default="", help="comma-separated case labels to leave out (e.g. over 10k rows)")
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     only = {s for s in args.only.split(",") if s} or None
+    skip = {s for s in args.skip.split(",") if s}
     print(f"Python {sys.version.split()[0]}, pyoxigraph {ox.__version__}\n")
     for n in (int(s) for s in args.sizes.split(",") if s.strip()):
-        print("\n".join(bench_size(n, args.workdir, args.repeat, args.results, only, args.slow)), flush=True)
+        print("\n".join(bench_size(n, args.workdir, args.repeat, args.results, only, args.slow, skip)), flush=True)
     return 0
 
 
