@@ -6,16 +6,17 @@ speed, or anything the store adds to its data, must keep these answers identical
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pyoxigraph as ox
 import pytest
 
-from karenina_rdf import Store, named_queries
+from karenina_rdf import Benchmark, Store, named_queries
 from karenina_rdf.rdf._vocab import PREFIXES
 from karenina_rdf.sparql._named import find_query
 from tests.conftest import CORPUS, EXAMPLES
-from tests.sparql.test_queries import _variant_doc
+from tests.sparql.test_queries import MOL, TP53, _variant_doc
 
 SCENARIO = CORPUS / "generated__scenario.jsonld"
 MB5, MB6 = "molecular-biology-2026-05", "molecular-biology-2026-06"
@@ -65,18 +66,42 @@ CASES: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@pytest.fixture(scope="module")
-def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Store, ox.Store]]:
+def _stocked(folder: Path, changed: bool) -> Store:
     """The embedded store on disk with the examples, their runs, a variant benchmark and (when
-    the corpus is there) a scenario; and an in-memory pyoxigraph store with the same quads."""
-    disk = Store(tmp_path_factory.mktemp("queries-memory") / "store")
+    the corpus is there) a scenario; ``changed``: then edited through the authoring API, one
+    benchmark deleted and a raw SPARQL update run, so that anything the store derives from its
+    data (counts, indexes) is checked after each kind of write, not only after imports."""
+    disk = Store(folder)
     disk.import_paths([EXAMPLES], validate=False)
     disk.import_checkpoint(_variant_doc(), validate=False)
     if SCENARIO.exists():
         disk.import_checkpoint(SCENARIO, validate=False)
+    if changed:
+        mol = Benchmark(disk, disk.resolve(MOL))
+        added = mol.add_question("Which kinase does imatinib inhibit in CML?", "ABL1", finished=False)
+        mol.update_question_metadata(added, question="Which tyrosine kinase does imatinib inhibit in CML?")
+        mol.remove_question(TP53)
+        disk.delete("Pharmacology examples")
+        disk.update_graph(
+            "PREFIX schema: <https://schema.org/> "
+            'DELETE { GRAPH ?g { ?q schema:keywords "genomics" } } '
+            'INSERT { GRAPH ?g { ?q schema:keywords "genomics-moved" } } '
+            'WHERE { GRAPH ?g { ?q schema:keywords "genomics" ; schema:isPartOf ?b . ?b schema:name "Variants" } }'
+        )
+    return disk
+
+
+@pytest.fixture(scope="module", params=["imported", "changed"])
+def pair(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[Store, ox.Store, bool]]:
+    """The store on disk (after imports, or after edits too), an in-memory pyoxigraph store with
+    the same quads, and whether it was changed."""
+    changed = request.param == "changed"
+    disk = _stocked(tmp_path_factory.mktemp("queries-memory") / "store", changed)
     memory = ox.Store()
     memory.bulk_extend(disk.oxigraph.quads_for_pattern(None, None, None, None))
-    yield disk, memory
+    yield disk, memory, changed
     disk.close()
 
 
@@ -109,8 +134,8 @@ def test_every_named_query_is_compared() -> None:
 
 
 @pytest.mark.parametrize(("name", "params"), CASES, ids=[f"{n}-{i}" for i, (n, _) in enumerate(CASES)])
-def test_same_rows_on_disk_and_in_memory(pair: tuple[Store, ox.Store], name: str, params: dict[str, Any]) -> None:
-    disk, memory = pair
+def test_same_rows_on_disk_and_in_memory(pair: tuple[Store, ox.Store, bool], name: str, params: dict[str, Any]) -> None:
+    disk, memory, changed = pair
     if params.get("question_id") == FIRST_RESULT:
         first = next(iter(disk.query("SELECT ?id WHERE { ?r karenina:questionId ?id } ORDER BY ?id LIMIT 1")))
         params = {"question_id": first["id"].value}
@@ -121,4 +146,16 @@ def test_same_rows_on_disk_and_in_memory(pair: tuple[Store, ox.Store], name: str
     if name == "scenario-turns" and not SCENARIO.exists():
         return
     # a comparison of two empty tables proves little: each case is chosen to return rows
-    assert ours or name in {"near-duplicates", "questions-all-models-fail"}, f"{name} {params} returned no rows"
+    if not changed:
+        assert ours or name in {"near-duplicates", "questions-all-models-fail"}, f"{name} {params} returned no rows"
+
+
+def test_the_changes_are_there(pair: tuple[Store, ox.Store, bool]) -> None:
+    """The edits of the changed store took effect (else its comparison proves nothing new)."""
+    disk, _, changed = pair
+    benchmarks = {r["benchmark"].value for r in disk.query("questions-per-benchmark")}
+    moved = [r["question_id"].value for r in disk.query("questions-by-keyword", keyword="genomics-moved")]
+    texts = {r["text"].value for r in disk.query("unfinished-questions", benchmark=MOL)}
+    assert ("Pharmacology examples" not in benchmarks) is changed
+    assert bool(moved) is changed
+    assert ("Which tyrosine kinase does imatinib inhibit in CML?" in texts) is changed
