@@ -43,7 +43,11 @@ from ._tasks import MODES, Mode, ModelSpec, Plan, Task, plan, read_questions
 if TYPE_CHECKING:
     from karenina_rdf._store import Store
 
-_FLUSH_SECONDS = 0.2  # a result waits at most this long for others to share its store write
+# A completed result waits at most _FLUSH_SECONDS for others to share its store write, and a
+# write takes at most _FLUSH_SIZE results. Waiting makes the batches of a fast run big enough for
+# the bulk loader (results.BULK_LINES), which writes a triple for a quarter of a transaction's CPU
+# (docs/performance.md § Every stage on); a result of a slow run still shows within a second.
+_FLUSH_SECONDS = 1.0
 _FLUSH_SIZE = 500
 
 
@@ -591,7 +595,8 @@ def _execute(
         return into
 
     remaining = len(todo)
-    batch: list[Any] = []
+    batch: list[Any] = []  # completed, not yet stored
+    first_at = 0.0  # when the oldest of them completed
     deadline = time.monotonic() + timeout if timeout is not None else None
     try:
         while remaining and not stop.is_set():
@@ -607,16 +612,28 @@ def _execute(
                     remaining -= 1
                 if not remaining:
                     break
+            wait = _FLUSH_SECONDS if not batch else max(0.0, first_at + _FLUSH_SECONDS - time.monotonic())
             try:
-                first = done.get(timeout=_FLUSH_SECONDS)
+                got = done.get(timeout=wait)
             except queue.Empty:
-                if not any(th.is_alive() for th in threads) and done.empty():
+                got = None
+                if not batch and not any(th.is_alive() for th in threads) and done.empty():
                     break
-                continue
-            batch = drain([first], _FLUSH_SIZE)  # whatever else is complete now: one store write
-            _store(batch, live, counts, total_cost, bar)
-            remaining -= len(batch)
-            batch = []
+            if got is not None:
+                if not batch:
+                    first_at = time.monotonic()
+                batch = drain([*batch, got], _FLUSH_SIZE)
+            # One store write for the batch: when it is full, has waited long enough, or holds
+            # every task left (the run's last results are not kept waiting).
+            if batch and (
+                len(batch) >= _FLUSH_SIZE
+                or time.monotonic() - first_at >= _FLUSH_SECONDS
+                or len(batch) >= remaining
+                or not any(th.is_alive() for th in threads)
+            ):
+                _store(batch, live, counts, total_cost, bar)
+                remaining -= len(batch)
+                batch = []
     except KeyboardInterrupt:
         stop.set()
     if not stop.is_set():
