@@ -236,8 +236,9 @@ def run_verification(
     ``EmbeddingProvider``); when the check is on and none is given, the first judge's provider
     serves it if it can (an OpenAI-compatible server's ``/embeddings``)."""
     opts = options or RunOptions()
-    if opts.embedding_check.enabled:
-        embedder = embedder or _embedder_of(judges)
+    if opts.embedding_check.enabled:  # refused here, before anything is written, not per task
+        # Not ``embedder or``: a replay file without recordings is falsy (it has a length).
+        embedder = _check_embedder(embedder if embedder is not None else _embedder_of(judges), opts.embedding_check.model)
     sched = opts.scheduling
     if sched.max_concurrent_requests is not None:  # every model call of the run shares the permits
         permits = threading.Semaphore(sched.max_concurrent_requests)
@@ -425,11 +426,48 @@ def _embedder_of(judges: list[ModelSpec]) -> Any:
     anything is written): Karenina's check would load a local model; here it is an endpoint."""
     provider = judges[0].provider if judges else None
     if provider is None or not getattr(provider, "serves_embeddings", False):
+        model = judges[0].model if judges else None
         raise VerificationError(
-            "the embedding check needs an embeddings endpoint: give an embedder, or an OpenAI-compatible "
-            "judge (its server's /embeddings serves it)"
+            f"embedding_check is on, but the judge {model!r} serves no embeddings: give an embedder "
+            "(an OpenAI-compatible server's /embeddings), or switch embedding_check off"
         )
     return provider
+
+
+def embedder_of(transport: Any, judges: list[ModelSpec], model: str) -> Any:
+    """The embedding check's endpoint from ``transport`` (a ``_models.Transport``), or a refusal
+    naming the judge and the switch when it has no OpenAI-compatible server to ask."""
+    try:
+        return transport.embedder()
+    except VerificationError:
+        judge = judges[0].model if judges else None
+        raise VerificationError(
+            f"embedding_check is on, but the judge {judge!r} serves no embeddings and no OpenAI-compatible "
+            f"server is given to embed with model {model!r} (its base URL or $OPENAI_BASE_URL): give one, "
+            "or switch embedding_check off"
+        ) from None
+
+
+def _check_embedder(embedder: Any, model: str) -> Any:
+    """An embeddings provider that cannot embed (a replay file without recorded embeddings, a
+    provider without that capability) would fail the check of every task, each recorded as an
+    attempt without a score: refused once, up front, naming the model and the switch."""
+    if not getattr(embedder, "serves_embeddings", False):
+        raise VerificationError(
+            f"embedding_check is on, but {_describe(embedder)} serves no embeddings for model {model!r}: "
+            "give an embeddings endpoint, or switch embedding_check off"
+        )
+    return embedder
+
+
+def _describe(provider: Any) -> str:
+    from karenina_rdf.runner.providers import ReplayProvider
+
+    while not isinstance(provider, ReplayProvider) and getattr(provider, "inner", None) is not None:
+        provider = provider.inner  # retries, permits, recording: the provider they wrap
+    if isinstance(provider, ReplayProvider):
+        return f"the replay file {str(provider.path)!r}"
+    return f"the embeddings provider {provider!r}"
 
 
 def _key(task: Task, run_name: str | None) -> str:
@@ -813,7 +851,9 @@ def verify(
         cost=cost_usd,
         extra_config=extra,
         stop=stop,
-        embedder=transport.embedder() if options.embedding_check.enabled else None,
+        embedder=embedder_of(transport, judge_specs, options.embedding_check.model)
+        if options.embedding_check.enabled
+        else None,
     )
 
 
