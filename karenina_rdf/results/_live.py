@@ -177,7 +177,7 @@ class LiveRun:
             return
         doomed = []
         for q in self.store.oxigraph.quads_for_pattern(None, None, None, g):
-            s = q.subject.value
+            s = str(q.subject)[1:-1]  # the subject's IRI (results have no blank nodes)
             if s.startswith(prefix) and s[len(prefix) :].split("/", 1)[0] in orphans:
                 doomed.append(f"{q.subject} {q.predicate} {q.object} .")
         for i in range(0, len(doomed), 10_000):

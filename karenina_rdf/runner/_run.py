@@ -238,7 +238,8 @@ def run_verification(
     opts = options or RunOptions()
     if opts.embedding_check.enabled:  # refused here, before anything is written, not per task
         # Not ``embedder or``: a replay file without recordings is falsy (it has a length).
-        embedder = _check_embedder(embedder if embedder is not None else _embedder_of(judges), opts.embedding_check.model)
+        given = embedder if embedder is not None else _embedder_of(judges)
+        embedder = _check_embedder(given, opts.embedding_check.model)
     sched = opts.scheduling
     if sched.max_concurrent_requests is not None:  # every model call of the run shares the permits
         permits = threading.Semaphore(sched.max_concurrent_requests)

@@ -12,12 +12,12 @@ import pytest
 
 from karenina_rdf import Benchmark, Store, VerificationError
 from karenina_rdf.runner import _members
+from karenina_rdf.runner._embedding import EmbeddingCheckConfig
 from karenina_rdf.runner._run import RunOptions, run_verification, verify
 from karenina_rdf.runner._tasks import ModelSpec
 from karenina_rdf.runner.providers import ReplayProvider
 from karenina_rdf.runner.providers._base import ChatRequest
 from karenina_rdf.runner.providers._registry import FunctionProvider
-from karenina_rdf.runner._embedding import EmbeddingCheckConfig
 from tests.authoring.test_templates import T_CAPITAL, AcceptingSandbox
 
 STAGE_FIELDS = (
