@@ -429,8 +429,8 @@ def _embedder_of(judges: list[ModelSpec]) -> Any:
     if provider is None or not getattr(provider, "serves_embeddings", False):
         model = judges[0].model if judges else None
         raise VerificationError(
-            f"embedding_check is on, but the judge {model!r} serves no embeddings: give an embedder "
-            "(an OpenAI-compatible server's /embeddings), or switch embedding_check off"
+            f"embedding_check is on, but the judge {model!r} serves no embeddings: the check needs an embeddings "
+            "endpoint (an OpenAI-compatible server's /embeddings); give an embedder, or switch embedding_check off"
         )
     return provider
 
