@@ -3,8 +3,10 @@
 An import (``_results_store``) builds a whole new generation of a run and publishes it at once;
 a run being verified cannot wait for its end. So a live run publishes its generation graph at
 the start (the run header says ``is_complete: false``) and then appends results to it: each
-batch of completed results is one transactional load into that graph, followed by one update
-that rewrites the run node (job summary, status) and the run's tallies. A reader sees whole
+batch of completed results is one transactional load into that graph (on disk, a batch of
+``BULK_LINES`` or more: one bulk load of the results' bodies, then one transactional load of
+their types and positions, by which every reader finds results), followed by one update that
+rewrites the run node (job summary, status) and the run's tallies. A reader sees whole
 results only. A crash between the two leaves tallies that lag behind the results; opening the
 run again (``--resume``) recounts them from the stored results.
 
@@ -190,7 +192,8 @@ class LiveRun:
 
     # -- writing -------------------------------------------------------------------------
     def add(self, results: list[dict[str, Any]], costs: list[dict[str, float | None]] | None = None) -> list[int]:
-        """Store ``results`` (one load), then the run node and tallies (one update). ``costs``:
+        """Store ``results`` (one load; a big batch on disk: a bulk load, then one transactional
+        load of their types and positions), then the run node and tallies (one update). ``costs``:
         per result, USD per usage stage (``karenina:costUsd`` on its usage node; not part of
         Karenina's record, so exports leave it out). Returns the indices of the results stored
         now (one already stored is left out)."""
