@@ -3,8 +3,10 @@
 An import (``_results_store``) builds a whole new generation of a run and publishes it at once;
 a run being verified cannot wait for its end. So a live run publishes its generation graph at
 the start (the run header says ``is_complete: false``) and then appends results to it: each
-batch of completed results is one transactional load into that graph, followed by one update
-that rewrites the run node (job summary, status) and the run's tallies. A reader sees whole
+batch of completed results is one transactional load into that graph (on disk, a batch of
+``BULK_LINES`` or more: one bulk load of the results' bodies, then one transactional load of
+their types and positions, by which every reader finds results), followed by one update that
+rewrites the run node (job summary, status) and the run's tallies. A reader sees whole
 results only. A crash between the two leaves tallies that lag behind the results; opening the
 run again (``--resume``) recounts them from the stored results.
 
@@ -46,6 +48,9 @@ if TYPE_CHECKING:
     from karenina_rdf.store import GraphStore
 
 REFRESH_SECONDS = 0.5
+# A batch of at least this many lines goes through the bulk loader (an on-disk store): below it a
+# transaction is cheaper than the bulk loader's fixed cost (SST files written and ingested).
+BULK_LINES = 10_000
 _XSD = "http://www.w3.org/2001/XMLSchema#"
 
 
@@ -134,6 +139,8 @@ class LiveRun:
             raise VerificationError(f"no stored run {run_id!r} to resume")
         self.graph = old if old is not None else ox.NamedNode(f"{self.iri}/graph/{uuid.uuid4().hex[:16]}")
         self.mapper = ResultMapper(Context(store.base_iri, self.iri, self.links.lookup, self.links.traits))
+        if store.path is not None and store.remote is None:  # embedded on disk: big batches are bulk-loaded
+            self.mapper.commit_lines = []
         if old is not None:
             self._read_stored()
         self.next_position = max(self.positions.values(), default=-1) + 1
@@ -151,6 +158,33 @@ class LiveRun:
                 preds.setdefault(r, {})[p] = row["o"]
         for r in self.positions:
             self.facts[r] = _old_facts(preds.get(r, {}))
+        self._drop_uncommitted()
+
+    def _drop_uncommitted(self) -> None:
+        """Remove the bodies of results whose batch never became visible (the process ended
+        between a bulk load and the transaction that follows it): resuming runs them again, and
+        their new triples must not meet the old ones."""
+        g = self.graph
+        prefix = f"{self.iri}/results/"
+        query = (
+            f"SELECT DISTINCT ?r WHERE {{ ?r <{PROV}wasGeneratedBy> <{self.iri}> "
+            f"FILTER NOT EXISTS {{ ?r a {KAR.VerificationResult.nt} }} }}"
+        )
+        orphans = {
+            v[len(prefix) :]
+            for row in solutions(self.store.oxigraph.query(query, default_graph=g))
+            if (v := term_value(row["r"])).startswith(prefix)
+        }
+        if not orphans:
+            return
+        doomed = []
+        for q in self.store.oxigraph.quads_for_pattern(None, None, None, g):
+            s = str(q.subject)[1:-1]  # the subject's IRI (results have no blank nodes)
+            if s.startswith(prefix) and s[len(prefix) :].split("/", 1)[0] in orphans:
+                doomed.append(f"{q.subject} {q.predicate} {q.object} .")
+        for i in range(0, len(doomed), 10_000):
+            body = "\n".join(doomed[i : i + 10_000])
+            self.store.oxigraph.update(f"DELETE DATA {{ GRAPH {g} {{ {body} }} }}")
 
     def stored_keys(self) -> set[str]:
         """Row keys (``_results_map.row_key``) of the results already stored."""
@@ -158,7 +192,8 @@ class LiveRun:
 
     # -- writing -------------------------------------------------------------------------
     def add(self, results: list[dict[str, Any]], costs: list[dict[str, float | None]] | None = None) -> list[int]:
-        """Store ``results`` (one load), then the run node and tallies (one update). ``costs``:
+        """Store ``results`` (one load; a big batch on disk: a bulk load, then one transactional
+        load of their types and positions), then the run node and tallies (one update). ``costs``:
         per result, USD per usage stage (``karenina:costUsd`` on its usage node; not part of
         Karenina's record, so exports leave it out). Returns the indices of the results stored
         now (one already stored is left out)."""
@@ -173,6 +208,7 @@ class LiveRun:
         t0 = time.perf_counter()
         mapper = self.mapper
         ends = []  # where each result's lines end
+        heads = []  # and its commit lines (types, position), when kept apart
         for i, result in enumerate(results):
             r = mapper.map(result, self.next_position)
             self.positions[r] = self.next_position
@@ -181,23 +217,35 @@ class LiveRun:
             if costs is not None:
                 self._cost_lines(r, result, costs[i])
             ends.append(len(mapper.lines))
-        lines = mapper.lines[:]
+            heads.append(len(mapper.commit_lines or ()))
+        lines, commit = mapper.lines[:], (mapper.commit_lines or [])[:]
         mapper.lines.clear()
+        if mapper.commit_lines is not None:
+            mapper.commit_lines.clear()
         ox_store = self.store.oxigraph
         if mapper.model_lines:  # a model seen for the first time: its node before its results
             models = "".join(mapper.model_lines).encode("utf-8")
             mapper.model_lines.clear()
             ox_store.load(models, format=ox.RdfFormat.N_TRIPLES, to_graph=MODELS_GRAPH)
-        remote = self.store.remote
-        # A server without the Graph Store Protocol gets INSERT DATA in batches of at most 1,000
-        # triples: one result per load keeps each result in one update, so --resume never
-        # meets half a result.
-        cuts = ends if remote is not None and remote.gsp_url is None else ends[-1:]
-        start = 0
-        for end in cuts:
-            chunk = "".join(lines[start:end]).encode("utf-8")
-            ox_store.load(chunk, format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
-            start = end
+        if commit and len(lines) >= BULK_LINES:
+            # A big batch on disk: the bodies through the bulk loader (a quarter of a
+            # transaction's CPU per triple, docs/performance.md § Every stage on), then the
+            # results' types and positions in one transaction. Readers, exports and --resume
+            # find results by those, so a result shows whole or not at all; a body left without
+            # them (a crash between the two) is removed when the run is resumed.
+            ox_store.bulk_load("".join(lines).encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+            ox_store.load("".join(commit).encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+        else:
+            remote = self.store.remote
+            # A server without the Graph Store Protocol gets INSERT DATA in batches of at most
+            # 1,000 triples: one result per load keeps each result in one update, so --resume
+            # never meets half a result.
+            cuts = range(len(ends)) if remote is not None and remote.gsp_url is None else [len(ends) - 1]
+            start = head = 0
+            for i in cuts:
+                chunk = "".join(lines[start : ends[i]]) + "".join(commit[head : heads[i]])
+                ox_store.load(chunk.encode("utf-8"), format=ox.RdfFormat.N_TRIPLES, to_graph=self.graph)
+                start, head = ends[i], heads[i]
         # The run node and tallies are rewritten at most every REFRESH_SECONDS: rewriting them
         # per result cost more than the result itself (docs/performance.md § Verification).
         if time.monotonic() - self._refreshed >= REFRESH_SECONDS:

@@ -50,6 +50,8 @@ _NULL = t.json_literal(None)
 
 
 _POSITION = KAR.position.nt
+_ASSERTION = t.iri(EARL + "Assertion")
+_GENERATED_BY = t.iri(PROV + "wasGeneratedBy")
 _VALUE = t.iri(SCHEMA + "value")
 _NAME = t.iri(SCHEMA + "name")
 # A part that is not an object is kept whole; the parts with a node of their own are linked to it
@@ -172,6 +174,9 @@ class ResultMapper:
         self.ctx = ctx
         self.lines: list[str] = []
         self.model_lines: list[str] = []  # model nodes: for the shared models graph, not the run's
+        # When a list: each result's types and position go here, apart from ``lines`` (a live
+        # run bulk-loads the rest, then makes the results visible with these, in a transaction).
+        self.commit_lines: list[str] | None = None
         self.unmatched = 0
         self.template_mismatch = 0
         self.migrated = 0
@@ -236,11 +241,12 @@ class ResultMapper:
         self._identities = {}
         r = f"<{result_iri(ctx.run, meta)}>"
         add = self._add
-        add(r, A, KAR.VerificationResult.nt)
-        add(r, A, t.iri(EARL + "Assertion"))
-        add(r, t.iri(PROV + "wasGeneratedBy"), f"<{ctx.run}>")
+        head = self.lines if self.commit_lines is None else self.commit_lines
+        head.append(f"{r} {A} {KAR.VerificationResult.nt} .\n")
+        head.append(f"{r} {A} {_ASSERTION} .\n")
+        add(r, _GENERATED_BY, f"<{ctx.run}>")
         # A row that replaces a stored one keeps its place, as Karenina's database upsert does.
-        add(r, _POSITION, t.integer(ctx.positions.get(r[1:-1], position)))
+        head.append(f"{r} {_POSITION} {t.integer(ctx.positions.get(r[1:-1], position))} .\n")
         link = ctx.lookup(qid)
         if link is None:
             self.unmatched += 1

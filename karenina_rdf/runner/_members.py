@@ -40,7 +40,7 @@ from ._embedding import EmbeddingCheckConfig
 from ._generate import GeneratedTemplate, generate_one
 from ._models import INTERFACES, Transport
 from ._pipeline import SandboxLike
-from ._run import RunOptions, RunReport, rescore, run_verification, stored_config
+from ._run import RunOptions, RunReport, embedder_of, rescore, run_verification, stored_config
 from ._schedule import Scheduling
 from ._tasks import ModelSpec
 from .providers import CachedProvider, ResponseCache, RetryingProvider, cost_usd, provider_from_spec
@@ -503,11 +503,22 @@ class Benchmark(AuthoringBenchmark):
             )
 
     def _stored_plan(self, run_id: str, stored: dict[str, Any], async_enabled: bool | None) -> VerificationPlan:
-        """The models and options a run recorded, rebuilt to resume it."""
+        """The models and options a run recorded, rebuilt to resume it: every stage's settings
+        too (abstention, sufficiency, deep judgment, embedding check, few-shot, prompt config,
+        scheduling), as Karenina resumes with the config its state file holds."""
         specs = [m.get("spec") for m in [*stored["answerers"], *stored["judges"]]]
         if not all(specs):
             raise VerificationError(f"run {run_id!r} records no model specs to rebuild: pass config=")
         base_url = (stored.get("transport") or {}).get("base_url")
+
+        def setting(model: Any, key: str) -> Any:
+            try:
+                return model.model_validate(stored.get(key) or {})
+            except ValidationError as exc:
+                raise VerificationError(f"run {run_id!r} records {key}: {validation_message(exc)}") from None
+
+        few_shot = stored.get("few_shot_config")
+        prompt = stored.get("prompt_config")
         return VerificationPlan(
             answerers=[_spec_model(self.store, m, base_url) for m in stored["answerers"]],
             judges=[_spec_model(self.store, m, base_url) for m in stored["judges"]],
@@ -515,6 +526,16 @@ class Benchmark(AuthoringBenchmark):
             replicates=stored["replicates"],
             rubric_strategy="sequential" if stored.get("rubric_strategy") == "sequential" else "batch",
             few_shot=bool(stored.get("few_shot")),
+            few_shot_config=setting(FewShotConfig, "few_shot_config") if few_shot else None,
+            prompt_config=setting(PromptConfig, "prompt_config") if prompt else None,
+            abstention=bool(stored.get("abstention_enabled")),
+            sufficiency=bool(stored.get("sufficiency_enabled")),
+            deep_judgment=setting(DeepJudgmentConfig, "deep_judgment"),
+            deep_judgment_rubric=setting(RubricDeepJudgmentConfig, "deep_judgment_rubric"),
+            embedding_check=setting(EmbeddingCheckConfig, "embedding_check"),
+            embedding_base_url=base_url,
+            rubric_trait_names=stored.get("rubric_trait_names"),
+            scheduling=setting(Scheduling, "scheduling"),
             concurrency=_concurrency(async_enabled, None),
             base_url=base_url,
         )
@@ -578,7 +599,7 @@ def _embedder(plan: VerificationPlan) -> Any:
     judge = plan.judges[0].provider
     if getattr(judge, "serves_embeddings", False):  # a runner ModelSpec given as it is (tests, fakes)
         return judge
-    return Transport(base_url=plan.embedding_base_url).embedder()
+    return embedder_of(Transport(base_url=plan.embedding_base_url), plan.judges, plan.embedding_check.model)
 
 
 def _prior_rows(prior_results: Any) -> tuple[str, list[dict[str, Any]]]:

@@ -43,7 +43,11 @@ from ._tasks import MODES, Mode, ModelSpec, Plan, Task, plan, read_questions
 if TYPE_CHECKING:
     from karenina_rdf._store import Store
 
-_FLUSH_SECONDS = 0.2  # a result waits at most this long for others to share its store write
+# A completed result waits at most _FLUSH_SECONDS for others to share its store write, and a
+# write takes at most _FLUSH_SIZE results. Waiting makes the batches of a fast run big enough for
+# the bulk loader (results.BULK_LINES), which writes a triple for a quarter of a transaction's CPU
+# (docs/performance.md § Every stage on); a result of a slow run still shows within a second.
+_FLUSH_SECONDS = 1.0
 _FLUSH_SIZE = 500
 
 
@@ -232,8 +236,10 @@ def run_verification(
     ``EmbeddingProvider``); when the check is on and none is given, the first judge's provider
     serves it if it can (an OpenAI-compatible server's ``/embeddings``)."""
     opts = options or RunOptions()
-    if opts.embedding_check.enabled:
-        embedder = embedder or _embedder_of(judges)
+    if opts.embedding_check.enabled:  # refused here, before anything is written, not per task
+        # Not ``embedder or``: a replay file without recordings is falsy (it has a length).
+        given = embedder if embedder is not None else _embedder_of(judges)
+        embedder = _check_embedder(given, opts.embedding_check.model)
     sched = opts.scheduling
     if sched.max_concurrent_requests is not None:  # every model call of the run shares the permits
         permits = threading.Semaphore(sched.max_concurrent_requests)
@@ -421,11 +427,48 @@ def _embedder_of(judges: list[ModelSpec]) -> Any:
     anything is written): Karenina's check would load a local model; here it is an endpoint."""
     provider = judges[0].provider if judges else None
     if provider is None or not getattr(provider, "serves_embeddings", False):
+        model = judges[0].model if judges else None
         raise VerificationError(
-            "the embedding check needs an embeddings endpoint: give an embedder, or an OpenAI-compatible "
-            "judge (its server's /embeddings serves it)"
+            f"embedding_check is on, but the judge {model!r} serves no embeddings: the check needs an embeddings "
+            "endpoint (an OpenAI-compatible server's /embeddings); give an embedder, or switch embedding_check off"
         )
     return provider
+
+
+def embedder_of(transport: Any, judges: list[ModelSpec], model: str) -> Any:
+    """The embedding check's endpoint from ``transport`` (a ``_models.Transport``), or a refusal
+    naming the judge and the switch when it has no OpenAI-compatible server to ask."""
+    try:
+        return transport.embedder()
+    except VerificationError:
+        judge = judges[0].model if judges else None
+        raise VerificationError(
+            f"embedding_check is on, but the judge {judge!r} serves no embeddings and no OpenAI-compatible "
+            f"server is given to embed with model {model!r} (its base URL or $OPENAI_BASE_URL): give one, "
+            "or switch embedding_check off"
+        ) from None
+
+
+def _check_embedder(embedder: Any, model: str) -> Any:
+    """An embeddings provider that cannot embed (a replay file without recorded embeddings, a
+    provider without that capability) would fail the check of every task, each recorded as an
+    attempt without a score: refused once, up front, naming the model and the switch."""
+    if not getattr(embedder, "serves_embeddings", False):
+        raise VerificationError(
+            f"embedding_check is on, but {_describe(embedder)} serves no embeddings for model {model!r}: "
+            "give an embeddings endpoint, or switch embedding_check off"
+        )
+    return embedder
+
+
+def _describe(provider: Any) -> str:
+    from karenina_rdf.runner.providers import ReplayProvider
+
+    while not isinstance(provider, ReplayProvider) and getattr(provider, "inner", None) is not None:
+        provider = provider.inner  # retries, permits, recording: the provider they wrap
+    if isinstance(provider, ReplayProvider):
+        return f"the replay file {str(provider.path)!r}"
+    return f"the embeddings provider {provider!r}"
 
 
 def _key(task: Task, run_name: str | None) -> str:
@@ -591,7 +634,8 @@ def _execute(
         return into
 
     remaining = len(todo)
-    batch: list[Any] = []
+    batch: list[Any] = []  # completed, not yet stored
+    first_at = 0.0  # when the oldest of them completed
     deadline = time.monotonic() + timeout if timeout is not None else None
     try:
         while remaining and not stop.is_set():
@@ -607,16 +651,28 @@ def _execute(
                     remaining -= 1
                 if not remaining:
                     break
+            wait = _FLUSH_SECONDS if not batch else max(0.0, first_at + _FLUSH_SECONDS - time.monotonic())
             try:
-                first = done.get(timeout=_FLUSH_SECONDS)
+                got = done.get(timeout=wait)
             except queue.Empty:
-                if not any(th.is_alive() for th in threads) and done.empty():
+                got = None
+                if not batch and not any(th.is_alive() for th in threads) and done.empty():
                     break
-                continue
-            batch = drain([first], _FLUSH_SIZE)  # whatever else is complete now: one store write
-            _store(batch, live, counts, total_cost, bar)
-            remaining -= len(batch)
-            batch = []
+            if got is not None:
+                if not batch:
+                    first_at = time.monotonic()
+                batch = drain([*batch, got], _FLUSH_SIZE)
+            # One store write for the batch: when it is full, has waited long enough, or holds
+            # every task left (the run's last results are not kept waiting).
+            if batch and (
+                len(batch) >= _FLUSH_SIZE
+                or time.monotonic() - first_at >= _FLUSH_SECONDS
+                or len(batch) >= remaining
+                or not any(th.is_alive() for th in threads)
+            ):
+                _store(batch, live, counts, total_cost, bar)
+                remaining -= len(batch)
+                batch = []
     except KeyboardInterrupt:
         stop.set()
     if not stop.is_set():
@@ -796,7 +852,9 @@ def verify(
         cost=cost_usd,
         extra_config=extra,
         stop=stop,
-        embedder=transport.embedder() if options.embedding_check.enabled else None,
+        embedder=embedder_of(transport, judge_specs, options.embedding_check.model)
+        if options.embedding_check.enabled
+        else None,
     )
 
 
