@@ -61,12 +61,23 @@ def test_reimport_is_unchanged_or_replaces_atomically(backend: Backend) -> None:
     path = EXAMPLES / "pharmacology.jsonld"
     first = s.import_checkpoint(path)
     assert s.import_checkpoint(path).status == "unchanged"
+    before = set(_generations(s))
     doc = load_json(path)
     doc["dataFeedElement"][0]["item"]["text"] += " (revised)"
     assert s.import_checkpoint(doc).status == "replaced"
-    assert len(_generations(s)) == 1  # the old generation is gone
+    # The replaced generation is kept as a version: in the version archive on an embedded store,
+    # on the server itself (hidden from queries, which name the live graphs) on a remote one.
+    kept = {v.graph for v in s.versions(first.iri) if not v.latest}
+    assert kept == before
+    (live,) = set(_generations(s)) - kept
+    assert live not in before
     (row,) = list(s.query("search", phrase="(revised)"))
     assert row["benchmark"].value == first.name
+    # Without keeping a version, the generation replaced is gone.
+    doc["dataFeedElement"][0]["item"]["text"] += " again"
+    assert s.import_checkpoint(doc, keep_version=False).status == "replaced"
+    assert {v.graph for v in s.versions(first.iri) if not v.latest} == kept
+    assert live not in set(_generations(s)) and len(set(_generations(s)) - kept) == 1
 
 
 def test_a_refused_import_leaves_the_store_as_it_was(backend: Backend, monkeypatch: pytest.MonkeyPatch) -> None:
