@@ -1,9 +1,10 @@
-"""Real SPARQL servers for the tests: Oxigraph server and Virtuoso, started on 127.0.0.1 on free
-ports in a temporary folder, and stopped after. A server that is not installed is a skip with
-the reason (`.ci/run` installs both)."""
+"""Real servers for the tests: Oxigraph server and Virtuoso (SPARQL), our endpoint, and a plain
+static file server for published sites, started on 127.0.0.1 on free ports, and stopped after. A
+server that is not installed is a skip with the reason (`.ci/run` installs them)."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -11,6 +12,8 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.request
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +24,32 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def static_site(root: Path, port: int, probe: str) -> Iterator[None]:
+    """A plain static file server (``python -m http.server``) for ``root`` on 127.0.0.1:``port``,
+    what a published site looks like on a host without content negotiation; returns once
+    ``probe`` (a URL it serves) answers, stops on exit."""
+    server = subprocess.Popen(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                urllib.request.urlopen(probe, timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or server.poll() is not None:
+                    raise RuntimeError("the static server did not start") from None
+                time.sleep(0.1)
+        yield
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 @dataclass

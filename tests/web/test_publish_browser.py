@@ -6,16 +6,12 @@ console error and without a request to another host, and every link on it answer
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.helpers.servers import free_port
+from tests.helpers.servers import free_port, static_site
 from tests.web.test_browser import ARGS, CHROMIUM, Watch
 from tests.web.test_publish import _source
 
@@ -46,25 +42,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     store = _source()
     publish(store, [], base, root / "kb")
     store.close()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(base, timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("the static server did not start") from None
-                time.sleep(0.1)
+    with static_site(root, port, base):
         yield base
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")

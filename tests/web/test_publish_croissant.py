@@ -10,10 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import subprocess
-import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from decimal import Decimal
 from html.parser import HTMLParser
@@ -31,7 +27,7 @@ from karenina_rdf.authoring import Benchmark
 from karenina_rdf.web import publish
 from tests.conftest import EXAMPLES, ROOT
 from tests.helpers.karenina_ref import karenina
-from tests.helpers.servers import free_port
+from tests.helpers.servers import free_port, static_site
 from tests.web.test_publish import _source
 
 mlc = pytest.importorskip("mlcroissant", reason="mlcroissant (pip package, the test extra) is not installed")
@@ -184,25 +180,8 @@ def served(
     monkeypatch_module.setattr(constants, "EXTRACT_PATH", root / "cache" / "extract")
     port = free_port()
     paths = _publish(source, f"http://127.0.0.1:{port}/kb/", root / "kb")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1", "--directory", str(root)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/kb/", timeout=2).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline or server.poll() is not None:
-                    raise RuntimeError("the static server did not start") from None
-                time.sleep(0.1)
+    with static_site(root, port, f"http://127.0.0.1:{port}/kb/"):
         yield paths
-    finally:
-        server.terminate()
-        server.wait(timeout=30)
 
 
 @pytest.fixture(scope="module")
