@@ -15,6 +15,8 @@ and the one SPARQL update used on a server.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import IO
 from urllib.parse import urlsplit
 
 import pyoxigraph as ox
@@ -39,6 +41,18 @@ def check_new_base(base: str) -> str:
     except ValueError as exc:
         raise InvalidValueError(f"new base {base!r} is not a valid IRI: {exc}") from None
     return base
+
+
+def whole_lines(fh: IO[bytes], size: int) -> Iterator[bytes]:
+    """``fh`` in blocks of about ``size`` bytes cut after a line break (the last block is what
+    follows the last one), so a line-based rewrite never sees half a statement."""
+    rest = b""
+    while block := fh.read(size):
+        block = rest + block
+        cut = block.rfind(b"\n") + 1
+        yield block[:cut]
+        rest = block[cut:]
+    yield rest
 
 
 class Rewriter:

@@ -58,7 +58,7 @@ from karenina_rdf.sparql import (
 from . import _versions
 from ._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT, Catalog
 from ._loading import Sink, open_sink
-from ._rebase import Rewriter, check_new_base, rebase_update
+from ._rebase import Rewriter, check_new_base, rebase_update, whole_lines
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
 from ._text import TextSync, calls_text_functions
 
@@ -504,15 +504,10 @@ class GraphStore:
         name = rewriter.term(graph) if rewriter is not None and isinstance(graph, ox.NamedNode) else graph
         end = b" .\n" if isinstance(name, ox.DefaultGraph) else f" {name} .\n".encode()
         with open(part, "rb") as fh:
-            rest = b""
-            while block := fh.read(_BLOCK):
-                block = rest + block
-                cut = block.rfind(b"\n") + 1
-                block, rest = block[:cut], block[cut:]
+            for block in whole_lines(fh, _BLOCK):
                 if rewriter is not None:
                     block = rewriter.block(block)
                 out.write(block.replace(b" .\n", end))
-            out.write((rewriter.block(rest) if rewriter is not None else rest).replace(b" .\n", end))
         part.unlink()
 
     def _finish_rebuild(self, folder: Path | None = None) -> None:

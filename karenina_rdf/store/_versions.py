@@ -49,6 +49,7 @@ from karenina_rdf.rdf import (
 )
 
 from ._catalog import CONTENT_HASH, FILE_HASH, IMPORTED_AT, SOURCE, TRIPLE_COUNT
+from ._rebase import whole_lines
 
 if TYPE_CHECKING:
     from ._store import GraphStore
@@ -203,13 +204,8 @@ def rebase_archive(
             dumped, rebased = Path(tmp) / "version.nt", Path(tmp) / "rebased.nt"
             target.dump(str(dumped), format=ox.RdfFormat.N_TRIPLES, from_graph=graph)
             with open(dumped, "rb") as inp, open(rebased, "wb") as out:
-                rest = b""
-                while block := inp.read(1 << 24):  # whole lines to the rewriter
-                    data = rest + block
-                    cut = data.rfind(b"\n") + 1
-                    out.write(rewrite(data[:cut]))
-                    rest = data[cut:]
-                out.write(rewrite(rest))
+                for block in whole_lines(inp, 1 << 24):
+                    out.write(rewrite(block))
             target.bulk_load(path=str(rebased), format=ox.RdfFormat.N_TRIPLES, to_graph=moved, lenient=True)
     target.flush()
 
