@@ -1,0 +1,331 @@
+"""Dynamic rubric traits next to a static rubric, through a real run, compared with Karenina's
+own run offline: which traits are scored (``llm_trait_scores``, ``regex_trait_scores``), where
+each came from (``trait_provenance``: ``global``, ``question_specific``, ``dynamic``), the
+promoted and skipped dynamic traits and ``rubric_evaluation_performed``.
+
+Karenina's side is its ``Benchmark.run_verification`` on the checkpoint our store writes, with
+only the batch runner's loop replaced (the answers are given as cached answer data, the tasks run
+one after the other): its own templates, rubric merge (``merge_rubrics_for_task``, which gives
+the static provenance), dynamic rubric merge and task dicts, its ``execute_task`` and pipeline,
+its judge a fake OpenAI-compatible server (tests/helpers/karenina_ref.FAKE_OPENAI_JUDGE). The
+test_stages.py harness calls ``run_single_model_verification`` directly and so never sees the
+static provenance the batch runner adds; this one does.
+
+The case that prompted it: in an every-stage run (rubric deep judgment ``enable_all``) a
+promoted dynamic regex trait is listed in ``trait_provenance`` as ``dynamic`` and has no score.
+That is Karenina's behaviour (rubric_evaluation.py: the promotion, l. 438-476, sets the
+provenance for every promoted trait; with an LLM trait on the deep-judgment path, l. 225-259,
+only LLM traits go to the evaluator, so no regex or callable trait is scored), asserted here
+against Karenina itself.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+from typing import Any
+
+import pytest
+
+from karenina_rdf import Benchmark, RubricTrait, Store
+from karenina_rdf.runner import (
+    ChatRequest,
+    FunctionProvider,
+    Limits,
+    ModelSpec,
+    RubricDeepJudgmentConfig,
+    RunOptions,
+    Sandbox,
+    run_verification,
+)
+from tests.helpers.karenina_ref import FAKE_OPENAI_JUDGE, karenina
+from tests.runner.test_stages import CAPITAL, QUESTION, REFERENCE
+
+pytestmark = pytest.mark.slow  # sandbox workers; Karenina in its own environment
+
+WITH_LITERATURE = (
+    "Atlantis is governed from its capital, Zanzibar-City-77, on the eastern shore. The literature agrees."
+)
+WITHOUT = "Atlantis is governed from its capital, Zanzibar-City-77, on the eastern shore."
+
+GLOBAL = [RubricTrait.llm("clarity", "Is the answer clearly stated?"), RubricTrait.regex("mentions_city", r"City")]
+OWN = [
+    RubricTrait.llm("names_shore", "Does the answer say where the capital lies?"),
+    RubricTrait.regex("says_shore", "shore"),
+]
+DYNAMIC = [
+    RubricTrait.llm("explains_mechanism", "Explains the mechanism", kind="score", min_score=1, max_score=5,
+                    summary="Mechanism"),
+    RubricTrait.regex("mentions_literature", "literature", summary="Literature"),
+]  # fmt: skip
+
+
+def presence(*present: str) -> str:
+    return json.dumps({"results": [{"trait_name": t.name, "present": t.name in present} for t in DYNAMIC]})
+
+
+BOTH, ONLY_REGEX, ONLY_LLM, NONE = (
+    presence("explains_mechanism", "mentions_literature"),
+    presence("mentions_literature"),
+    presence("explains_mechanism"),
+    presence(),
+)
+BATCH = json.dumps({"scores": {"clarity": True, "names_shore": True, "explains_mechanism": 4}})
+PARSED = json.dumps({"capital": "Zanzibar-City-77"})
+QUOTE = json.dumps({"excerpts": [{"text": "its capital, Zanzibar-City-77", "confidence": "high"}]})
+REASONING = "Evidence: the quote names the capital.\nInterpretation: it is stated.\nConclusion: met."
+DJ = {
+    "EXCERPTS": QUOTE,
+    "REASONING": REASONING,
+    "SCORE:clarity": json.dumps({"result": True}),
+    "SCORE:names_shore": json.dumps({"result": False}),
+    "SCORE:explains_mechanism": json.dumps({"score": 3}),
+}
+
+# (id, static rubrics ("global", "question"), answer, deep_judgment_rubric mode, replies by kind)
+CASES: list[tuple[str, tuple[str, ...], str, str, dict[str, Any]]] = [
+    ("both promoted, regex matches", ("global", "question"), WITH_LITERATURE, "disabled", {"PRESENCE": BOTH}),
+    ("both promoted, regex does not match", ("global", "question"), WITHOUT, "disabled", {"PRESENCE": BOTH}),
+    ("only the regex trait present", ("global", "question"), WITH_LITERATURE, "disabled", {"PRESENCE": ONLY_REGEX}),
+    ("only the llm trait present", ("global", "question"), WITH_LITERATURE, "disabled", {"PRESENCE": ONLY_LLM}),
+    ("none present", ("global", "question"), WITH_LITERATURE, "disabled", {"PRESENCE": NONE}),
+    ("global rubric only", ("global",), WITH_LITERATURE, "disabled", {"PRESENCE": BOTH}),
+    ("question rubric only", ("question",), WITH_LITERATURE, "disabled", {"PRESENCE": BOTH}),
+    ("no static rubric, regex promoted", (), WITH_LITERATURE, "disabled", {"PRESENCE": ONLY_REGEX}),
+    ("no static rubric, none present", (), WITH_LITERATURE, "disabled", {"PRESENCE": NONE}),
+    # The every-stage run's case: rubric deep judgment on, the regex traits (static and promoted)
+    # get no score; the promoted one keeps its "dynamic" provenance.
+    ("deep judgment, both promoted", ("global", "question"), WITH_LITERATURE, "enable_all",
+     {"PRESENCE": BOTH, **DJ}),
+    ("deep judgment, only regex present", ("global", "question"), WITH_LITERATURE, "enable_all",
+     {"PRESENCE": ONLY_REGEX, **DJ}),
+    # No LLM trait at all: nothing takes the deep-judgment path, so the regex trait is scored.
+    ("deep judgment, no llm trait", (), WITH_LITERATURE, "enable_all", {"PRESENCE": ONLY_REGEX, **DJ}),
+]  # fmt: skip
+DEFAULTS = {"BATCH": BATCH, "PARSING": PARSED}
+
+KARENINA_RUN = (
+    r"""
+import json, re, sys
+cases = json.loads(sys.argv[1])
+state = {"queues": {}, "kind": None}
+
+def kind_of(body):
+    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    system = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "system")
+    if name == "ConceptPresenceResult":
+        return "PRESENCE"
+    if name == "TraitExcerptsOutput":
+        return "EXCERPTS"
+    if name in ("SingleBooleanScore", "SingleNumericScore"):
+        return "SCORE"
+    if name == "BatchRubricScores":
+        return "BATCH"
+    if name and name.startswith("Answer"):
+        return "PARSING"
+    if name is None and "You produce reasoning that explains" in system:
+        return "REASONING"
+    return state["kind"]  # a retry without a schema is for the last kind
+
+def reply(body):
+    state["kind"] = kind = kind_of(body)
+    user = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "user")
+    trait = re.search(r"## Trait\n(.+)", user)
+    key = f"{kind}:{trait.group(1).strip()}" if trait else kind
+    queue = state["queues"].get(key) or state["queues"].get(kind) or ["{}"]
+    content = queue.pop(0) if len(queue) > 1 else queue[0]
+    if isinstance(content, dict):  # by what the answer says: {marker: reply, "": otherwise}
+        content = next((v for m, v in content.items() if m and m in user), content.get(""))
+    return content
+
+"""
+    + FAKE_OPENAI_JUDGE
+    + r"""
+import karenina.benchmark.core.verification_manager as vm
+from karenina import Benchmark
+from karenina.benchmark.verification.batch_runner import execute_task, generate_task_queue
+from karenina.schemas.results import VerificationResultSet
+from karenina.schemas.verification.config import VerificationConfig
+
+def batch(templates, config, run_name=None, global_rubric=None, global_dynamic_rubric=None, **kw):
+    # Karenina's batch runner minus its scheduler and answer cache: the same task dicts (rubric
+    # merge, provenance, dynamic rubric), each run by execute_task with the answer given.
+    tasks = generate_task_queue(templates, config, global_rubric, global_dynamic_rubric, run_name)
+    results = []
+    for t in tasks:
+        answer = {"raw_llm_response": state["answers"][t["answering_model"].id], "usage_metadata": {}}
+        results.append(execute_task(t, cached_answer_data=answer)[1])
+    return VerificationResultSet(results=results)
+
+vm.run_verification_batch = batch
+out = []
+for case in cases:
+    state["queues"] = {k: list(v) if isinstance(v, list) else [v] for k, v in case["replies"].items()}
+    state["answers"], state["kind"] = case["answers"], None
+    b = Benchmark.load(case["checkpoint"])
+    cfg = VerificationConfig(answering_models=[model(a) for a in case["answers"]], parsing_models=[model("j")],
+                             evaluation_mode="template_and_rubric", async_enabled=False,
+                             deep_judgment_rubric_mode=case["djr"])
+    out.append([r.model_dump(mode="json") for r in b.run_verification(cfg).results])
+print(json.dumps(out))
+"""
+)
+
+
+def _bench(store: Store, static: tuple[str, ...]) -> str:
+    b = Benchmark.create("dynamic", store=store)
+    b.add_question(QUESTION, REFERENCE, CAPITAL, question_id="q", finished=True)
+    if "global" in static:
+        b.set_global_rubric(GLOBAL)
+    if "question" in static:
+        b.set_question_rubric("q", OWN)
+    b.set_global_dynamic_rubric(DYNAMIC)
+    return b.id
+
+
+class Judge:
+    """A fake judge answering by (call kind, trait), as the Karenina script's server does."""
+
+    KIND = {  # noqa: RUF012 - a lookup table, never changed
+        "dynamic_rubric_presence_check": "PRESENCE",
+        "rubric_deep_judgment_excerpts": "EXCERPTS",
+        "rubric_deep_judgment_reasoning": "REASONING",
+        "rubric_deep_judgment_score": "SCORE",
+        "rubric_evaluation": "BATCH",
+        "parsing": "PARSING",
+    }
+
+    def __init__(self, replies: dict[str, Any]) -> None:
+        self.queues = {k: list(v) if isinstance(v, list) else [v] for k, v in replies.items()}
+        self.lock = threading.Lock()
+        self.spec = ModelSpec(FunctionProvider(self.reply, interface="openai_endpoint"), "j", "openai_endpoint")
+
+    def reply(self, r: ChatRequest) -> str:
+        with self.lock:
+            kind = self.KIND.get(r.stage, r.stage)
+            queue = self.queues.get(f"{kind}:{r.label}") or self.queues.get(kind) or ["{}"]
+            content = queue.pop(0) if len(queue) > 1 else queue[0]
+        if isinstance(content, dict):  # by what the answer says: {marker: reply, "": otherwise}
+            user = " ".join(m.content for m in r.messages if m.role == "user")
+            content = next((v for m, v in content.items() if m and m in user), content.get(""))
+        return str(content)
+
+
+@pytest.fixture(scope="module")
+def sandbox() -> Any:
+    with Sandbox(workers=1, limits=Limits(cpu_seconds=2, wall_seconds=6, memory_mb=512)) as sb:
+        yield sb
+
+
+def _ours(
+    sandbox: Sandbox, static: tuple[str, ...], answers: dict[str, str], djr: str, replies: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Our run's results by answering model."""
+    store = Store.memory()
+    bench = _bench(store, static)
+    judge = Judge({**DEFAULTS, **replies})
+    answerers = [
+        ModelSpec(FunctionProvider(lambda r, text=text: text, interface="openai_endpoint"), name, "openai_endpoint")
+        for name, text in answers.items()
+    ]
+    opts = RunOptions(mode="template_and_rubric", deep_judgment_rubric=RubricDeepJudgmentConfig(mode=djr))  # type: ignore[arg-type]
+    report = run_verification(store, bench, judges=[judge.spec], answerers=answerers, sandbox=sandbox, options=opts)
+    buf = io.StringIO()
+    store.export_results(report.run_id, buf)
+    return {r["metadata"]["answering"]["model_name"]: r for r in json.loads(buf.getvalue())["results"]}
+
+
+# Two answering models, the first one's answer has both concepts, the second's none; Karenina runs
+# the first one's task first.
+TWO = {"a1": WITH_LITERATURE, "a2": "It is Zanzibar-City-77."}
+LEAK_REPLIES = {"PRESENCE": {"The literature agrees": BOTH, "": NONE}}
+
+
+@pytest.fixture(scope="module")
+def theirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict[str, Any]]]:
+    """Karenina's results (by answering model) for every case and the two-answerer run, from one
+    run of its interpreter; each case's checkpoint is the one our store writes for its benchmark."""
+    tmp = tmp_path_factory.mktemp("dynamic")
+    runs = [(c[0], c[1], {"a": c[2]}, c[3], c[4]) for c in CASES] + [
+        ("two answerers", ("global",), TWO, "disabled", LEAK_REPLIES)
+    ]
+    cases = []
+    for i, (_, static, answers, djr, replies) in enumerate(runs):
+        with Store.memory() as store:
+            path = Benchmark(store, _bench(store, static)).save(tmp / f"case{i}.jsonld")
+        cases.append({"checkpoint": str(path), "answers": answers, "djr": djr, "replies": {**DEFAULTS, **replies}})
+    out = karenina(KARENINA_RUN, json.dumps(cases), timeout=900)
+    return {
+        run[0]: {r["metadata"]["answering"]["model_name"]: r for r in rows} for run, rows in zip(runs, out, strict=True)
+    }
+
+
+FIELDS = (
+    "rubric_evaluation_performed",
+    "llm_trait_scores",
+    "regex_trait_scores",
+    "trait_provenance",
+    "dynamic_rubric_promoted_traits",
+    "dynamic_rubric_skipped_traits",
+)
+# What Karenina decides in the cases this test was written for, pinned so that the comparison
+# cannot pass on two empty results: (regex_trait_scores, provenance of mentions_literature).
+PINNED = {
+    "both promoted, regex matches": (
+        {"mentions_city": True, "says_shore": True, "mentions_literature": True},
+        "dynamic",
+    ),
+    "both promoted, regex does not match": (
+        {"mentions_city": True, "says_shore": True, "mentions_literature": False},
+        "dynamic",
+    ),
+    "none present": ({"mentions_city": True, "says_shore": True}, None),
+    "deep judgment, both promoted": (None, "dynamic"),
+    "deep judgment, only regex present": (None, "dynamic"),
+    "deep judgment, no llm trait": ({"mentions_literature": True}, "dynamic"),
+}
+
+
+@pytest.mark.parametrize(("case", "static", "answer", "djr", "replies"), CASES, ids=[c[0] for c in CASES])
+def test_dynamic_traits_beside_a_static_rubric_as_karenina(
+    sandbox: Sandbox,
+    theirs: dict[str, dict[str, dict[str, Any]]],
+    case: str,
+    static: tuple[str, ...],
+    answer: str,
+    djr: str,
+    replies: dict[str, Any],
+) -> None:
+    ours, ref = _ours(sandbox, static, {"a": answer}, djr, replies)["a"], theirs[case]["a"]
+    assert (ours["rubric"] is None) is (ref["rubric"] is None), (ours["rubric"], ref["rubric"])
+    assert ours["metadata"]["failure"] == ref["metadata"]["failure"]
+    if case in PINNED:
+        regex, origin = PINNED[case]
+        assert ref["rubric"]["regex_trait_scores"] == regex
+        assert ref["rubric"]["trait_provenance"].get("mentions_literature") == origin
+    if ref["rubric"] is None:
+        return
+    for f in FIELDS:
+        assert ours["rubric"][f] == ref["rubric"][f], (f, ours["rubric"][f], ref["rubric"][f])
+
+
+def test_dynamic_provenance_is_each_task_s_own(sandbox: Sandbox, theirs: dict[str, dict[str, dict[str, Any]]]) -> None:
+    """Karenina's batch runner hands every task of a question the same provenance dict, and its
+    rubric stage writes the promoted traits into it (rubric_evaluation.py l. 472-476,
+    batch_runner.py l. 173 and 223, runner.py l. 249: no copy on the way). So a task run after
+    another of the same question lists that task's promoted traits as ``dynamic`` even when its
+    own presence check skipped them, and which ones depends on the order the tasks ran in (with
+    ``async_enabled``, on timing). Here each task's provenance is its own; every other field is
+    Karenina's."""
+    ours, ref = _ours(sandbox, ("global",), TWO, "disabled", LEAK_REPLIES), theirs["two answerers"]
+    static = {"clarity": "global", "mentions_city": "global"}
+    promoted = {"explains_mechanism": "dynamic", "mentions_literature": "dynamic"}
+    assert ours["a1"]["rubric"]["trait_provenance"] == ref["a1"]["rubric"]["trait_provenance"] == static | promoted
+    assert ours["a2"]["rubric"]["dynamic_rubric_promoted_traits"] is None
+    assert ref["a2"]["rubric"]["trait_provenance"] == static | promoted  # a1's promotions, leaked
+    assert ours["a2"]["rubric"]["trait_provenance"] == static
+    for name in ("a1", "a2"):
+        for f in FIELDS:
+            if f != "trait_provenance" or name == "a1":
+                assert ours[name]["rubric"][f] == ref[name]["rubric"][f], (name, f)
