@@ -574,8 +574,12 @@ class Pipeline:
             chosen = [t for t in dynamic if t.name in promoted]
             traits = [t for k in kinds for part in (traits, chosen) for t in part if t.trait_type == k]
             provenance = {**provenance, **{n: "dynamic" for n in promoted}}
-        if not traits:
-            return  # Karenina: nothing evaluable after the presence check, no rubric part
+        if not traits or all(t.trait_type == "agentic" for t in traits):
+            # Karenina: nothing evaluable after the presence check, no rubric part; agentic traits
+            # alone do not run its rubric stage either (its should_run).
+            for t in traits:
+                state.warn(f"not evaluated: {t.name}: {AGENTIC_SKIPPED}")
+            return
         outcome = evaluate_rubric(
             traits,
             provenance,
@@ -605,6 +609,8 @@ class Pipeline:
         for note in outcome.skipped:
             state.warn(f"not evaluated: {note}")
         part = outcome.part
+        if part is None:
+            return  # a batch call failed: Karenina's stage stores no rubric result (warned above)
         if dynamic:
             part["dynamic_rubric_skipped_traits"] = skipped or None
             part["dynamic_rubric_promoted_traits"] = promoted or None

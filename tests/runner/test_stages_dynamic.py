@@ -105,6 +105,18 @@ CASES: list[tuple[str, tuple[str, ...], str, str, dict[str, Any]]] = [
 ]  # fmt: skip
 DEFAULTS = {"BATCH": BATCH, "PARSING": PARSED}
 
+# A judge call for rubric traits that gets no usable reply: in batch Karenina's evaluator raises
+# and its stage stores no rubric result at all (evaluator.py l. 198-211, rubric_evaluation.py
+# l. 348-366); one call per trait (sequential) fails that trait alone and the rubric is performed.
+UNUSABLE = "I cannot judge this."
+# (id, static rubrics, rubric_evaluation_strategy, replies by kind)
+FAILURES: list[tuple[str, tuple[str, ...], str, dict[str, Any]]] = [
+    ("batch reply unusable", ("global", "question"), "batch", {"PRESENCE": NONE, "BATCH": UNUSABLE}),
+    ("batch reply unusable, dynamic promoted", ("global",), "batch", {"PRESENCE": BOTH, "BATCH": UNUSABLE}),
+    ("sequential replies unusable", ("global", "question"), "sequential",
+     {"PRESENCE": ONLY_REGEX, "BATCH": UNUSABLE, "SCORE": UNUSABLE}),
+]  # fmt: skip
+
 KARENINA_RUN = (
     r"""
 import json, re, sys
@@ -166,7 +178,7 @@ for case in cases:
     b = Benchmark.load(case["checkpoint"])
     cfg = VerificationConfig(answering_models=[model(a) for a in case["answers"]], parsing_models=[model("j")],
                              evaluation_mode="template_and_rubric", async_enabled=False,
-                             deep_judgment_rubric_mode=case["djr"])
+                             deep_judgment_rubric_mode=case["djr"], rubric_evaluation_strategy=case["strategy"])
     out.append([r.model_dump(mode="json") for r in b.run_verification(cfg).results])
 print(json.dumps(out))
 """
@@ -219,7 +231,12 @@ def sandbox() -> Any:
 
 
 def _ours(
-    sandbox: Sandbox, static: tuple[str, ...], answers: dict[str, str], djr: str, replies: dict[str, Any]
+    sandbox: Sandbox,
+    static: tuple[str, ...],
+    answers: dict[str, str],
+    djr: str,
+    replies: dict[str, Any],
+    strategy: str = "batch",
 ) -> dict[str, dict[str, Any]]:
     """Our run's results by answering model."""
     store = Store.memory()
@@ -229,7 +246,11 @@ def _ours(
         ModelSpec(FunctionProvider(lambda r, text=text: text, interface="openai_endpoint"), name, "openai_endpoint")
         for name, text in answers.items()
     ]
-    opts = RunOptions(mode="template_and_rubric", deep_judgment_rubric=RubricDeepJudgmentConfig(mode=djr))  # type: ignore[arg-type]
+    opts = RunOptions(
+        mode="template_and_rubric",
+        deep_judgment_rubric=RubricDeepJudgmentConfig(mode=djr),  # type: ignore[arg-type]
+        rubric_strategy=strategy,  # type: ignore[arg-type]
+    )
     report = run_verification(store, bench, judges=[judge.spec], answerers=answerers, sandbox=sandbox, options=opts)
     buf = io.StringIO()
     store.export_results(report.run_id, buf)
@@ -247,14 +268,19 @@ def theirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict
     """Karenina's results (by answering model) for every case and the two-answerer run, from one
     run of its interpreter; each case's checkpoint is the one our store writes for its benchmark."""
     tmp = tmp_path_factory.mktemp("dynamic")
-    runs = [(c[0], c[1], {"a": c[2]}, c[3], c[4]) for c in CASES] + [
-        ("two answerers", ("global",), TWO, "disabled", LEAK_REPLIES)
-    ]
+    runs = (
+        [(c[0], c[1], {"a": c[2]}, c[3], c[4], "batch") for c in CASES]
+        + [("two answerers", ("global",), TWO, "disabled", LEAK_REPLIES, "batch")]
+        + [(c[0], c[1], {"a": WITH_LITERATURE}, "disabled", c[3], c[2]) for c in FAILURES]
+    )
     cases = []
-    for i, (_, static, answers, djr, replies) in enumerate(runs):
+    for i, (_, static, answers, djr, replies, strategy) in enumerate(runs):
         with Store.memory() as store:
             path = Benchmark(store, _bench(store, static)).save(tmp / f"case{i}.jsonld")
-        cases.append({"checkpoint": str(path), "answers": answers, "djr": djr, "replies": {**DEFAULTS, **replies}})
+        replies = {**DEFAULTS, **replies}
+        cases.append(
+            {"checkpoint": str(path), "answers": answers, "djr": djr, "replies": replies, "strategy": strategy}
+        )
     out = karenina(KARENINA_RUN, json.dumps(cases), timeout=900)
     return {
         run[0]: {r["metadata"]["answering"]["model_name"]: r for r in rows} for run, rows in zip(runs, out, strict=True)
@@ -329,3 +355,28 @@ def test_dynamic_provenance_is_each_task_s_own(sandbox: Sandbox, theirs: dict[st
         for f in FIELDS:
             if f != "trait_provenance" or name == "a1":
                 assert ours[name]["rubric"][f] == ref[name]["rubric"][f], (name, f)
+
+
+@pytest.mark.parametrize(("case", "static", "strategy", "replies"), FAILURES, ids=[c[0] for c in FAILURES])
+def test_a_failed_rubric_call_as_karenina(
+    sandbox: Sandbox,
+    theirs: dict[str, dict[str, dict[str, Any]]],
+    case: str,
+    static: tuple[str, ...],
+    strategy: str,
+    replies: dict[str, Any],
+) -> None:
+    ours = _ours(sandbox, static, {"a": WITH_LITERATURE}, "disabled", replies, strategy)["a"]
+    ref = theirs[case]["a"]
+    assert (ref["rubric"] is None) is (strategy == "batch")  # what Karenina does, pinned
+    assert (ours["rubric"] is None) is (ref["rubric"] is None), ours["rubric"]
+    assert ours["metadata"]["failure"] == ref["metadata"]["failure"]
+    # Karenina warns when its evaluator raises (batch); a sequential call that fails is only
+    # logged there. Here every failed call is a warning.
+    assert any(w.startswith("Rubric evaluation failed: ") for w in ours["metadata"]["warnings"])
+    assert any(w.startswith("Rubric evaluation failed: ") for w in ref["metadata"]["warnings"] or []) is (
+        strategy == "batch"
+    )
+    if ref["rubric"] is not None:
+        for f in FIELDS:
+            assert ours["rubric"][f] == ref["rubric"][f], (f, ours["rubric"][f], ref["rubric"][f])

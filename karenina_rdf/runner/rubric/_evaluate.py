@@ -106,7 +106,9 @@ def _check_unique(traits: list[RubricTrait]) -> None:
 class RubricOutcome(BaseModel):
     """What rubric evaluation produced for one task."""
 
-    part: dict[str, Any]  # the result's ``rubric`` part (spec §10); failed traits left out, empty dicts None
+    # The result's ``rubric`` part (spec §10); failed traits left out, empty dicts None. None when
+    # a batch call failed: Karenina's evaluator then raises and its stage drops the whole rubric.
+    part: dict[str, Any] | None
     calls: list[ChatResponse] = Field(default_factory=list)  # every judge response, for usage accounting
     warnings: list[str] = Field(default_factory=list)  # for metadata.warnings
     skipped: list[str] = Field(default_factory=list)  # "name: reason" for traits not evaluated
@@ -116,6 +118,14 @@ class RubricOutcome(BaseModel):
 
 class _Failed(Exception):
     """A trait got no value; the message says why and goes into a warning."""
+
+
+class _Aborted(Exception):
+    """A batch judge call (boolean/score or literal traits) got no usable reply. Karenina's
+    evaluator raises there (evaluator.py l. 198-211, 229-246; the sequential calls, template
+    traits and metric traits fail one trait at a time instead), its stage catches it and stores
+    no rubric result (rubric_evaluation.py l. 348-366): no later call is made and no trait of the
+    rubric keeps a score. The warning was given when the call failed."""
 
 
 class _Judge:
@@ -253,20 +263,26 @@ def evaluate_rubric(
         values[t.name] = _guard(j, t, _callable, t, sandbox, response)
     for t in of("llm", "template"):
         values[t.name] = _template(j, t, question_text, response, raw_answer)
-    for group in _groups(of("llm", "boolean", "score"), strategy):
-        reference = raw_answer if _wants_reference(group[0]) else None
-        values.update(_plain(j, group, question_text, response, reference))
-    for group in _groups(of("llm", "literal"), strategy):
-        reference = raw_answer if _wants_reference(group[0]) else None
-        scores, group_labels = _literal(j, group, question_text, response, reference)
-        values.update(scores)
-        labels.update(group_labels)
+    batch = strategy == "batch"
+    try:
+        for group in _groups(of("llm", "boolean", "score"), strategy):
+            reference = raw_answer if _wants_reference(group[0]) else None
+            values.update(_plain(j, group, question_text, response, reference, abort=batch))
+        for group in _groups(of("llm", "literal"), strategy):
+            reference = raw_answer if _wants_reference(group[0]) else None
+            scores, group_labels = _literal(j, group, question_text, response, reference, abort=batch)
+            values.update(scores)
+            labels.update(group_labels)
+    except _Aborted:
+        return RubricOutcome(part=None, calls=j.calls, warnings=j.warnings, skipped=skipped)
     for t in of("metric"):
         result = _metric(j, t, question_text, response)
         if result is not None:
             metrics[t.name] = result
 
-    part = _part(evaluated, provenance, traits, values, labels, metrics, strategy)
+    part = _part(
+        evaluated, provenance, traits, values, labels, metrics, strategy, performed=bool(evaluated) or bool(chosen)
+    )
     if dj is None:
         return RubricOutcome(part=part, calls=j.calls, warnings=j.warnings, skipped=skipped)
     standard = {k: v for k, v in (part["llm_trait_scores"] or {}).items() if k not in in_steps}
@@ -369,10 +385,14 @@ def _callable(t: RubricTrait, sandbox: CallableRunner, text: str) -> bool | int 
 # -- boolean and score LLM traits ---------------------------------------------------------------
 
 
-def _plain(j: _Judge, traits: list[RubricTrait], question: str, response: str, reference: str | None) -> dict[str, Any]:
+def _plain(
+    j: _Judge, traits: list[RubricTrait], question: str, response: str, reference: str | None, *, abort: bool
+) -> dict[str, Any]:
     names = [t.name for t in traits]
     reply = j.ask(prompts.scores_prompt(traits, question, response, reference), names)
     if reply is None:
+        if abort:
+            raise _Aborted
         return dict.fromkeys(names)
     scores = reply.get("scores")
     if not isinstance(scores, dict):
@@ -425,11 +445,13 @@ def coerce_score(value: Any, t: RubricTrait) -> int:
 
 
 def _literal(
-    j: _Judge, traits: list[RubricTrait], question: str, response: str, reference: str | None
+    j: _Judge, traits: list[RubricTrait], question: str, response: str, reference: str | None, *, abort: bool
 ) -> tuple[dict[str, int | None], dict[str, str]]:
     names = [t.name for t in traits]
     reply = j.ask(prompts.literal_prompt(traits, question, response, reference), names)
     if reply is None:
+        if abort:
+            raise _Aborted
         return dict.fromkeys(names), {}
     chosen = _classifications(reply)
     scores: dict[str, int | None] = {}
@@ -671,6 +693,8 @@ def _part(
     labels: dict[str, str],
     metrics: dict[str, tuple[dict[str, float], dict[str, list[str]]]],
     strategy: str,
+    *,
+    performed: bool,
 ) -> dict[str, Any]:
     llm: dict[str, Any] = {}
     regex: dict[str, Any] = {}
@@ -692,7 +716,9 @@ def _part(
     metric_lists = {t.name: metrics[t.name][1] for t in evaluated if t.name in metrics}
     origin = {t.name: provenance[t.name] for t in traits if t.name in provenance}
     return {
-        "rubric_evaluation_performed": bool(llm or regex or callables or metric_scores),
+        # Karenina's: its evaluator returned (a dict, whatever the traits scored), which is so
+        # whenever a trait was put to it; a trait that failed alone leaves the rest performed.
+        "rubric_evaluation_performed": performed,
         "rubric_evaluation_strategy": strategy,
         "llm_trait_scores": llm or None,
         "llm_trait_labels": trait_labels or None,

@@ -108,6 +108,7 @@ BOOL = RubricTrait.llm("clear", "Is the response clear?")
 SCORE_0_3 = RubricTrait.llm("depth", "Depth", kind="score", min_score=0, max_score=3)
 SCORE_DEFAULT = RubricTrait.llm("detail", "Detail", kind="score")
 STANCE = RubricTrait.llm("stance", "Stance", classes={"refutes": "Against", "neutral": "None", "supports": "For"})
+REGEX_PARIS = RubricTrait.regex("paris", "Paris")
 
 
 # -- merging (§6.3) -----------------------------------------------------------------------------
@@ -349,15 +350,28 @@ def test_json_is_found_in_wrapped_replies(text: str) -> None:
     assert run([BOOL], FakeJudge(text)).part["llm_trait_scores"] == {"clear": True}
 
 
-def test_unusable_reply_drops_the_traits_but_counts_the_call() -> None:
-    out = run([BOOL, SCORE_0_3], FakeJudge("I cannot judge this."))
-    assert out.part["llm_trait_scores"] is None
-    assert out.part["rubric_evaluation_performed"] is False
+def test_unusable_batch_reply_drops_the_rubric_but_counts_the_call() -> None:
+    """Batch: Karenina's evaluator raises on the call (evaluator.py l. 198-211) and its stage
+    stores no rubric result, the regex trait's score included (tests/runner/test_stages_dynamic.py
+    compares it with Karenina's run)."""
+    out = run([BOOL, SCORE_0_3, REGEX_PARIS], FakeJudge("I cannot judge this."))
+    assert out.part is None
     assert len(out.calls) == 1
     assert out.warnings == [
         "Rubric evaluation failed: judge reply for traits 'clear', 'depth' is unusable: "
         "the reply holds no JSON object: 'I cannot judge this.'"
     ]
+
+
+def test_unusable_sequential_reply_drops_only_its_trait() -> None:
+    """Sequential: Karenina's calls fail one trait at a time (llm_trait.py, _execute_serial)."""
+    judge = FakeJudge(["I cannot judge this.", json.dumps({"scores": {"depth": 2}})])
+    out = run([BOOL, SCORE_0_3, REGEX_PARIS], judge, strategy="sequential")
+    assert out.part is not None
+    assert out.part["llm_trait_scores"] == {"depth": 2}
+    assert out.part["regex_trait_scores"] == {"paris": True}
+    assert out.part["rubric_evaluation_performed"] is True
+    assert len(out.calls) == 2 and len(out.warnings) == 1
 
 
 @pytest.mark.parametrize(
@@ -368,11 +382,22 @@ def test_unusable_reply_drops_the_traits_but_counts_the_call() -> None:
         (RuntimeError("provider bug"), "unexpected_error"),
     ],
 )
-def test_provider_failure_is_a_warning_and_a_part_without_scores(error: Exception, category: str) -> None:
+def test_provider_failure_in_batch_drops_the_rubric_with_a_warning(error: Exception, category: str) -> None:
     out = run([BOOL, STANCE, METRIC], FakeJudge(error))
+    assert out.part is None
+    assert out.calls == []
+    # The first call's failure ends the evaluation: no further call is made, one warning.
+    said = f"RuntimeError: {error}" if category == "unexpected_error" else str(error)
+    assert out.warnings == [f"Rubric evaluation failed: judge call for trait 'clear' failed [{category}]: {said}"]
+
+
+def test_provider_failure_in_sequential_is_a_warning_per_trait_and_a_part_without_scores() -> None:
+    out = run(
+        [BOOL, STANCE, METRIC], FakeJudge(ProviderError("read timed out", category="timeout")), strategy="sequential"
+    )
     assert out.part == {
-        "rubric_evaluation_performed": False,
-        "rubric_evaluation_strategy": "batch",
+        "rubric_evaluation_performed": True,  # Karenina's evaluator returned, every value None
+        "rubric_evaluation_strategy": "sequential",
         "llm_trait_scores": None,
         "llm_trait_labels": None,
         "regex_trait_scores": None,
@@ -383,18 +408,18 @@ def test_provider_failure_is_a_warning_and_a_part_without_scores(error: Exceptio
     }
     assert out.calls == []
     assert len(out.warnings) == 3
-    assert all(w.startswith("Rubric evaluation failed: judge call for trait") for w in out.warnings)
-    assert all(f"[{category}]" in w for w in out.warnings)
+    assert all("[timeout]" in w for w in out.warnings)
 
 
-def test_one_failed_call_leaves_the_others() -> None:
+def test_one_failed_call_leaves_the_others_in_sequential() -> None:
     judge = FakeJudge(
         [
             ProviderError("boom", category="server_error"),
             '{"classifications": [{"trait_name": "stance", "class_name": "neutral"}]}',
         ]
     )
-    out = run([BOOL, STANCE], judge)
+    out = run([BOOL, STANCE], judge, strategy="sequential")
+    assert out.part is not None
     assert out.part["llm_trait_scores"] == {"stance": 1}
     assert out.part["rubric_evaluation_performed"] is True
     assert out.warnings == ["Rubric evaluation failed: judge call for trait 'clear' failed [server_error]: boom"]
