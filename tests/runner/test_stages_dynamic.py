@@ -109,6 +109,22 @@ DEFAULTS = {"BATCH": BATCH, "PARSING": PARSED}
 # and its stage stores no rubric result at all (evaluator.py l. 198-211, rubric_evaluation.py
 # l. 348-366); one call per trait (sequential) fails that trait alone and the rubric is performed.
 UNUSABLE = "I cannot judge this."
+# A question's own dynamic traits, merged after the global ones (Karenina's merge_dynamic_rubrics).
+AGREES = RubricTrait.regex("says_agrees", "agrees", summary="Agreement")
+CLASH = RubricTrait.regex("mentions_literature", "Literature", summary="Literature, again")
+ALL_THREE = json.dumps(
+    {
+        "results": [
+            {"trait_name": n, "present": True} for n in ("explains_mechanism", "mentions_literature", "says_agrees")
+        ]
+    }
+)
+# (id, the question's dynamic traits, replies by kind)
+QUESTION_DYNAMIC: list[tuple[str, list[RubricTrait], dict[str, Any]]] = [
+    ("question dynamic trait", [AGREES], {"PRESENCE": ALL_THREE}),
+    ("question dynamic trait clashing with a global one", [CLASH], {"PRESENCE": BOTH}),
+]
+
 # (id, static rubrics, rubric_evaluation_strategy, replies by kind)
 FAILURES: list[tuple[str, tuple[str, ...], str, dict[str, Any]]] = [
     ("batch reply unusable", ("global", "question"), "batch", {"PRESENCE": NONE, "BATCH": UNUSABLE}),
@@ -157,12 +173,22 @@ def reply(body):
 import karenina.benchmark.core.verification_manager as vm
 from karenina import Benchmark
 from karenina.benchmark.verification.batch_runner import execute_task, generate_task_queue
+from karenina.schemas.entities.rubric import DynamicRubric, LLMRubricTrait, RegexRubricTrait
 from karenina.schemas.results import VerificationResultSet
 from karenina.schemas.verification.config import VerificationConfig
 
 def batch(templates, config, run_name=None, global_rubric=None, global_dynamic_rubric=None, **kw):
     # Karenina's batch runner minus its scheduler and answer cache: the same task dicts (rubric
     # merge, provenance, dynamic rubric), each run by execute_task with the answer given.
+    if state["question_dynamic"]:
+        # Karenina's loader never reads a question's dynamic rubric from a checkpoint; its runner
+        # takes one from the finished template, where a caller puts it. Put there.
+        traits = {"llm": [], "regex": []}
+        for kind, fields in state["question_dynamic"]:
+            traits[kind].append((LLMRubricTrait if kind == "llm" else RegexRubricTrait)(**fields))
+        for template in templates:
+            template.question_dynamic_rubric = DynamicRubric(llm_traits=traits["llm"],
+                                                             regex_traits=traits["regex"]).model_dump()
     tasks = generate_task_queue(templates, config, global_rubric, global_dynamic_rubric, run_name)
     results = []
     for t in tasks:
@@ -175,17 +201,21 @@ out = []
 for case in cases:
     state["queues"] = {k: list(v) if isinstance(v, list) else [v] for k, v in case["replies"].items()}
     state["answers"], state["kind"] = case["answers"], None
+    state["question_dynamic"] = case.get("question_dynamic")
     b = Benchmark.load(case["checkpoint"])
     cfg = VerificationConfig(answering_models=[model(a) for a in case["answers"]], parsing_models=[model("j")],
                              evaluation_mode="template_and_rubric", async_enabled=False,
                              deep_judgment_rubric_mode=case["djr"], rubric_evaluation_strategy=case["strategy"])
-    out.append([r.model_dump(mode="json") for r in b.run_verification(cfg).results])
+    try:
+        out.append([r.model_dump(mode="json") for r in b.run_verification(cfg).results])
+    except ValueError as exc:
+        out.append({"error": str(exc)})
 print(json.dumps(out))
 """
 )
 
 
-def _bench(store: Store, static: tuple[str, ...]) -> str:
+def _bench(store: Store, static: tuple[str, ...], question_dynamic: list[RubricTrait] | None = None) -> str:
     b = Benchmark.create("dynamic", store=store)
     b.add_question(QUESTION, REFERENCE, CAPITAL, question_id="q", finished=True)
     if "global" in static:
@@ -193,6 +223,10 @@ def _bench(store: Store, static: tuple[str, ...]) -> str:
     if "question" in static:
         b.set_question_rubric("q", OWN)
     b.set_global_dynamic_rubric(DYNAMIC)
+    if question_dynamic:
+        # Stored as Karenina writes a question's dynamic traits (QuestionSpecificDynamicRubricTrait).
+        ratings = [t.dynamic_rating("QuestionSpecific") for t in question_dynamic]
+        b._edit_question("q", lambda q: q.update(rating=[*(q.get("rating") or []), *ratings]))
     return b.id
 
 
@@ -237,10 +271,11 @@ def _ours(
     djr: str,
     replies: dict[str, Any],
     strategy: str = "batch",
+    question_dynamic: list[RubricTrait] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Our run's results by answering model."""
     store = Store.memory()
-    bench = _bench(store, static)
+    bench = _bench(store, static, question_dynamic)
     judge = Judge({**DEFAULTS, **replies})
     answerers = [
         ModelSpec(FunctionProvider(lambda r, text=text: text, interface="openai_endpoint"), name, "openai_endpoint")
@@ -273,17 +308,21 @@ def theirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict
         + [("two answerers", ("global",), TWO, "disabled", LEAK_REPLIES, "batch")]
         + [(c[0], c[1], {"a": WITH_LITERATURE}, "disabled", c[3], c[2]) for c in FAILURES]
     )
+    own = {c[0]: c[1] for c in QUESTION_DYNAMIC}
+    runs += [(c[0], ("global",), {"a": WITH_LITERATURE}, "disabled", c[2], "batch") for c in QUESTION_DYNAMIC]
     cases = []
-    for i, (_, static, answers, djr, replies, strategy) in enumerate(runs):
+    for i, (name, static, answers, djr, replies, strategy) in enumerate(runs):
         with Store.memory() as store:
             path = Benchmark(store, _bench(store, static)).save(tmp / f"case{i}.jsonld")
         replies = {**DEFAULTS, **replies}
         cases.append(
-            {"checkpoint": str(path), "answers": answers, "djr": djr, "replies": replies, "strategy": strategy}
-        )
+            {"checkpoint": str(path), "answers": answers, "djr": djr, "replies": replies, "strategy": strategy,
+             "question_dynamic": [[t.trait_type, t.karenina_fields()] for t in own.get(name, [])]}
+        )  # fmt: skip
     out = karenina(KARENINA_RUN, json.dumps(cases), timeout=900)
     return {
-        run[0]: {r["metadata"]["answering"]["model_name"]: r for r in rows} for run, rows in zip(runs, out, strict=True)
+        run[0]: rows if isinstance(rows, dict) else {r["metadata"]["answering"]["model_name"]: r for r in rows}
+        for run, rows in zip(runs, out, strict=True)
     }
 
 
@@ -380,3 +419,34 @@ def test_a_failed_rubric_call_as_karenina(
     if ref["rubric"] is not None:
         for f in FIELDS:
             assert ours["rubric"][f] == ref["rubric"][f], (f, ours["rubric"][f], ref["rubric"][f])
+
+
+@pytest.mark.parametrize(("case", "own", "replies"), QUESTION_DYNAMIC, ids=[c[0] for c in QUESTION_DYNAMIC])
+def test_question_dynamic_traits_as_karenina_s_runner_merges_them(
+    sandbox: Sandbox,
+    theirs: dict[str, Any],
+    case: str,
+    own: list[RubricTrait],
+    replies: dict[str, Any],
+) -> None:
+    """Read from the store here; given to Karenina's runner on the finished template (its loader
+    reads none from a checkpoint). A name used twice within one kind: Karenina's
+    ``generate_task_queue`` raises and no task runs; here it is the task's error (docs/verification.md,
+    differences), with Karenina's message."""
+    ours = _ours(sandbox, ("global",), {"a": WITH_LITERATURE}, "disabled", replies, question_dynamic=own)["a"]
+    ref = theirs[case]
+    if "error" in ref:
+        assert "Same-type trait name conflicts between global and question dynamic rubrics" in ref["error"]
+        failure = ours["metadata"]["failure"]
+        assert (failure["category"], failure["stage"]) == ("unexpected_error", "rubric_evaluation")
+        assert "['regex:mentions_literature']" in ref["error"] and "['regex:mentions_literature']" in failure["reason"]
+        assert ours["rubric"] is None
+        return
+    ref = ref["a"]
+    assert ref["rubric"]["dynamic_rubric_promoted_traits"] == [
+        "explains_mechanism",
+        "mentions_literature",
+        "says_agrees",
+    ]
+    for f in FIELDS:
+        assert ours["rubric"][f] == ref["rubric"][f], (f, ours["rubric"][f], ref["rubric"][f])
