@@ -1,7 +1,8 @@
 """Dynamic rubric traits next to a static rubric, through a real run, compared with Karenina's
 own run offline: which traits are scored (``llm_trait_scores``, ``regex_trait_scores``), where
 each came from (``trait_provenance``: ``global``, ``question_specific``, ``dynamic``), the
-promoted and skipped dynamic traits and ``rubric_evaluation_performed``.
+promoted and skipped dynamic traits and ``rubric_evaluation_performed``; also a question's own
+dynamic traits, ``rubric_trait_names`` and a rubric judge call that gets no usable reply.
 
 Karenina's side is its ``Benchmark.run_verification`` on the checkpoint our store writes, with
 only the batch runner's loop replaced (the answers are given as cached answer data, the tasks run
@@ -125,6 +126,8 @@ QUESTION_DYNAMIC: list[tuple[str, list[RubricTrait], dict[str, Any]]] = [
     ("question dynamic trait clashing with a global one", [CLASH], {"PRESENCE": BOTH}),
 ]
 
+FILTERED = "rubric_trait_names naming one static trait"
+
 # (id, static rubrics, rubric_evaluation_strategy, replies by kind)
 FAILURES: list[tuple[str, tuple[str, ...], str, dict[str, Any]]] = [
     ("batch reply unusable", ("global", "question"), "batch", {"PRESENCE": NONE, "BATCH": UNUSABLE}),
@@ -205,7 +208,8 @@ for case in cases:
     b = Benchmark.load(case["checkpoint"])
     cfg = VerificationConfig(answering_models=[model(a) for a in case["answers"]], parsing_models=[model("j")],
                              evaluation_mode="template_and_rubric", async_enabled=False,
-                             deep_judgment_rubric_mode=case["djr"], rubric_evaluation_strategy=case["strategy"])
+                             deep_judgment_rubric_mode=case["djr"], rubric_evaluation_strategy=case["strategy"],
+                             rubric_trait_names=case.get("trait_names"))
     try:
         out.append([r.model_dump(mode="json") for r in b.run_verification(cfg).results])
     except ValueError as exc:
@@ -310,6 +314,7 @@ def theirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict
     )
     own = {c[0]: c[1] for c in QUESTION_DYNAMIC}
     runs += [(c[0], ("global",), {"a": WITH_LITERATURE}, "disabled", c[2], "batch") for c in QUESTION_DYNAMIC]
+    runs += [(FILTERED, ("global", "question"), {"a": WITH_LITERATURE}, "disabled", {"PRESENCE": BOTH}, "batch")]
     cases = []
     for i, (name, static, answers, djr, replies, strategy) in enumerate(runs):
         with Store.memory() as store:
@@ -317,7 +322,8 @@ def theirs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, dict
         replies = {**DEFAULTS, **replies}
         cases.append(
             {"checkpoint": str(path), "answers": answers, "djr": djr, "replies": replies, "strategy": strategy,
-             "question_dynamic": [[t.trait_type, t.karenina_fields()] for t in own.get(name, [])]}
+             "question_dynamic": [[t.trait_type, t.karenina_fields()] for t in own.get(name, [])],
+             "trait_names": ["clarity"] if name == FILTERED else None}
         )  # fmt: skip
     out = karenina(KARENINA_RUN, json.dumps(cases), timeout=900)
     return {
@@ -450,3 +456,18 @@ def test_question_dynamic_traits_as_karenina_s_runner_merges_them(
     ]
     for f in FIELDS:
         assert ours["rubric"][f] == ref["rubric"][f], (f, ours["rubric"][f], ref["rubric"][f])
+
+
+def test_rubric_trait_names_filters_no_dynamic_trait_in_karenina_s_run(
+    sandbox: Sandbox, theirs: dict[str, Any]
+) -> None:
+    """Karenina's rubric stage would skip a present dynamic trait the filter does not name
+    ("excluded by rubric_trait_names filter", rubric_evaluation.py l. 443-445), but its task dicts
+    never carry the setting (task_helpers.extract_feature_flags), so its run promotes and scores
+    every present trait; ours, which records the setting and filters nothing, decides the same."""
+    ref = theirs[FILTERED]["a"]
+    assert ref["rubric"]["dynamic_rubric_promoted_traits"] == ["explains_mechanism", "mentions_literature"]
+    assert ref["rubric"]["dynamic_rubric_skipped_traits"] is None
+    ours = _ours(sandbox, ("global", "question"), {"a": WITH_LITERATURE}, "disabled", {"PRESENCE": BOTH})["a"]
+    for f in FIELDS:
+        assert ours["rubric"][f] == ref["rubric"][f], f
