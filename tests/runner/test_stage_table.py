@@ -11,13 +11,14 @@ config).
 
 from __future__ import annotations
 
+import io
 import json
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from karenina_rdf import Store
+from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf.runner import (
     ChatRequest,
     FunctionProvider,
@@ -115,3 +116,22 @@ def test_prompt_config_agentic_parsing_is_accepted_and_sent_nowhere(sandbox: San
     assert report.completed == 1 and seen
     assert all("AGENTIC-NOTE-9" not in m.content for r in seen for m in r.messages)
     assert any("PARSING-NOTE-3" in m.content for r in seen for m in r.messages)  # the config did reach the run
+
+
+def test_a_rubric_of_agentic_traits_alone_gives_no_rubric_part(sandbox: Sandbox) -> None:
+    """Karenina's rubric stage runs only for LLM, regex, callable or metric traits
+    (rubric_evaluation.py ``should_run``); agentic traits are not evaluated here (a warning)."""
+    store = Store.memory()
+    bench = _bench(store, 1)
+    agent = RubricTrait(name="agent", trait_type="agentic", kind="boolean", description="Investigates the answer")
+    Benchmark(store, bench).set_global_rubric([agent])
+    judge = _spec("j", lambda r: json.dumps({"city": "Paris"}))
+    opts = RunOptions(mode="template_and_rubric")
+    report = run_verification(
+        store, bench, judges=[judge], answerers=[_spec("a", lambda r: "Paris")], sandbox=sandbox, options=opts
+    )
+    buf = io.StringIO()
+    store.export_results(report.run_id, buf)
+    (row,) = json.loads(buf.getvalue())["results"]
+    assert row["rubric"] is None and row["template"]["verify_result"] is True
+    assert any(w.startswith("not evaluated: agent: ") for w in row["metadata"]["warnings"])
