@@ -20,6 +20,7 @@ sufficient) with ``performed=False`` and no reasoning. A failing check never fai
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -114,15 +115,28 @@ class Verdict:
     reasoning: str | None
 
 
+def verdict_of(field: str) -> Callable[[str], Verdict]:
+    """A reader of the judge's reply for the structured-output retries: the verdict, or
+    ValueError for a reply Karenina's structured output rejects (no JSON object, no boolean
+    verdict, no reasoning)."""
+
+    def read(text: str) -> Verdict:
+        reply = json_object(text)
+        value, reasoning = lax_bool(reply.get(field)), reply.get("reasoning")
+        if value is None:
+            raise ValueError(f"{field!r} must be true or false")
+        if not isinstance(reasoning, str):
+            raise ValueError("'reasoning' must be a string")
+        return Verdict(value, True, reasoning)
+
+    return read
+
+
 def read_verdict(text: str | None, field: str, default: bool) -> Verdict:
     """The judge's reply read as Karenina reads it (module docstring); ``text`` None: the call failed."""
     if text is None:
         return Verdict(default, False, None)
     try:
-        reply = json_object(text)
+        return verdict_of(field)(text)
     except ValueError:
         return Verdict(default, False, None)
-    value, reasoning = lax_bool(reply.get(field)), reply.get("reasoning")
-    if value is None or not isinstance(reasoning, str):
-        return Verdict(default, False, None)
-    return Verdict(value, True, reasoning)

@@ -29,14 +29,15 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from karenina_rdf._errors import ProviderError
-from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, json_object
+from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, complete_structured, json_object
 
 from ._checks import (
     ABSTENTION_SCHEMA,
     SUFFICIENCY_SCHEMA,
+    Verdict,
     abstention_messages,
-    read_verdict,
     sufficiency_messages,
+    verdict_of,
 )
 from ._config import DeepJudgmentConfig, FewShotConfig, PromptConfig
 from ._deep_judgment import AUTOFAIL_STAGE, DeepJudgmentError, Outcome, reasoning_text, run_steps
@@ -192,6 +193,31 @@ class Pipeline:
         response = spec.provider.complete(request)
         state.add_call(stage, response, self._price(spec.model, response))
         return response
+
+    def _structured_call(
+        self,
+        state: TaskState,
+        spec: ModelSpec,
+        stage: str,
+        messages: tuple[Message, ...],
+        read: Any,
+        temperature: float | None = None,
+        **kw: Any,
+    ) -> Any:
+        """``_call`` through Karenina's structured-output retries (``complete_structured``):
+        ``read(reply)`` of the first usable reply. Only that attempt's usage is recorded, as in
+        Karenina; raises StructuredOutputError (a ValueError) when every attempt was unusable."""
+        request = ChatRequest(
+            model=spec.model,
+            messages=messages,
+            temperature=spec.temperature if temperature is None else temperature,
+            max_tokens=spec.max_tokens,
+            stage=stage,
+            **kw,
+        )
+        value, response = complete_structured(spec.provider, request, read)
+        state.add_call(stage, response, self._price(spec.model, response))
+        return value
 
     def _price(self, model: str, response: ChatResponse) -> float | None:
         # A cached or replayed answer cost nothing this time.
@@ -357,25 +383,24 @@ class Pipeline:
             else ("sufficient", True, SUFFICIENCY_SCHEMA)
         )
         state.last_stage = f"{check}_check"
-        judge = task.judge
-        request = ChatRequest(
-            model=judge.model,
-            messages=messages,
-            temperature=0.0,
-            max_tokens=judge.max_tokens,
-            json_schema=schema,
-            stage=f"{check}_check",
-            label=task.question.question_id,
-        )
-        text: str | None = None
+        # Karenina's check goes through structured output with its retries; a call that fails
+        # or no usable reply in any attempt: logged there, the check not performed.
+        verdict = Verdict(default, False, None)
         try:
-            response = judge.provider.complete(request)
-        except ProviderError as exc:  # Karenina logs it and records the check as not performed
+            verdict = self._structured_call(
+                state,
+                task.judge,
+                f"{check}_check",
+                messages,
+                verdict_of(field),
+                temperature=0.0,
+                json_schema=schema,
+                label=task.question.question_id,
+            )
+        except ProviderError as exc:
             state.add_retries(exc.retries)
-        else:
-            state.add_call(f"{check}_check", response, self._price(judge.model, response))
-            text = response.text
-        verdict = read_verdict(text, field, default)
+        except ValueError:
+            pass
         override = verdict.performed and (verdict.detected if check == "abstention" else not verdict.detected)
         if override:
             tpl["verify_result"] = False
@@ -416,15 +441,15 @@ class Pipeline:
                         instructions=self.prompts.for_task("deep_judgment"),
                     )
                     text_to_parse = reasoning_text(q.text, steps.reasoning)
-                reply = self._call(
+                parsed = self._structured_call(
                     state,
                     task.judge,
                     "parsing",
                     parsing_messages(q.text, text_to_parse, schema, self.prompts.for_task("parsing")),
+                    json_object,
                     json_schema=schema,
                     label=q.question_id,
                 )
-                parsed = json_object(reply.text)
             except DeepJudgmentError as exc:
                 state.error = StageError("parsing", "parse_template", f"Deep judgment parsing failed: {exc}")
                 return
@@ -545,11 +570,12 @@ class Pipeline:
                 state.error = StageError("unexpected_error", "rubric_evaluation", str(exc))
                 return
             try:
-                reply = self._call(
+                present = self._structured_call(
                     state,
                     task.judge,
                     "dynamic_rubric_presence_check",
                     presence_messages(dynamic, response, self.prompts.for_task("rubric_dynamic_presence_check")),
+                    read_presence,
                     json_schema=PRESENCE_SCHEMA,
                     label=task.question.question_id,
                     temperature=0.0,  # Karenina's presence check runs at temperature 0
@@ -558,8 +584,6 @@ class Pipeline:
                 state.error = _stage_error("rubric_evaluation", exc)
                 state.add_retries(exc.retries)
                 return
-            try:
-                present = read_presence(reply.text)
             except ValueError as exc:
                 state.error = StageError(
                     "unexpected_error", "rubric_evaluation", f"dynamic rubric presence check: {exc}"

@@ -20,6 +20,7 @@ from ._pricing import cost_usd
 from ._registry import FunctionProvider, provider_from_spec
 from ._replay import Recorder, ReplayProvider
 from ._retry import DEFAULT_BUDGETS, RetryingProvider
+from ._structured import STRUCTURED_ATTEMPTS, StructuredOutputError, complete_structured
 
 __all__ = [
     "CachedProvider",
@@ -36,7 +37,10 @@ __all__ = [
     "ReplayProvider",
     "ResponseCache",
     "RetryingProvider",
+    "STRUCTURED_ATTEMPTS",
+    "StructuredOutputError",
     "Usage",
+    "complete_structured",
     "cost_usd",
     "json_object",
     "lax_bool",

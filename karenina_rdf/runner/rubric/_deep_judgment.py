@@ -38,15 +38,26 @@ answer; only ordinary traits with ``include_ground_truth`` get it.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from karenina_rdf._errors import ProviderError
 from karenina_rdf.checkpoint import RubricTrait
-from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, Provider, json_object, with_instructions
+from karenina_rdf.runner.providers import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    Provider,
+    complete_structured,
+    json_object,
+    with_instructions,
+)
+
+T = TypeVar("T")
 
 AUTOFAIL_STAGE = "DeepJudgmentRubricAutoFail"  # Karenina's stage name, the failure's stage
 RUBRIC_DJ_MODES = ("disabled", "enable_all", "use_checkpoint", "custom")
@@ -362,8 +373,8 @@ class _Asker:
     instructions: str | None
     calls: list[ChatResponse]
 
-    def __call__(self, stage: str, system: str, user: str, schema: dict[str, Any] | None, label: str) -> str:
-        request = ChatRequest(
+    def _request(self, stage: str, system: str, user: str, schema: dict[str, Any] | None, label: str) -> ChatRequest:
+        return ChatRequest(
             model=self.model,
             messages=(
                 Message(role="system", content=with_instructions(system, self.instructions)),
@@ -374,9 +385,21 @@ class _Asker:
             stage=stage,
             label=label,
         )
-        response = self.provider.complete(request)
+
+    def __call__(self, stage: str, system: str, user: str, schema: dict[str, Any] | None, label: str) -> str:
+        """A free-text call (Karenina's plain ``invoke``): the reply as it is."""
+        response = self.provider.complete(self._request(stage, system, user, schema, label))
         self.calls.append(response)
         return response.text
+
+    def structured(
+        self, stage: str, system: str, user: str, schema: dict[str, Any], label: str, read: Callable[[str], T]
+    ) -> T:
+        """A call Karenina makes through ``with_structured_output``: its retries with the error
+        fed back (``complete_structured``); only the usable attempt's usage is counted."""
+        value, response = complete_structured(self.provider, self._request(stage, system, user, schema, label), read)
+        self.calls.append(response)
+        return value
 
 
 def _read(model: type[BaseModel], text: str) -> Any:
@@ -435,15 +458,13 @@ def _one(
         for attempt in range(attempts + 1):
             meta["model_calls"] += 1
             try:
-                reply = _read(
-                    _Excerpts,
-                    ask(
-                        "rubric_deep_judgment_excerpts",
-                        EXCERPT_SYSTEM,
-                        excerpt_user(t, response, max_n, feedback),
-                        EXCERPTS_SCHEMA,
-                        t.name,
-                    ),
+                reply = ask.structured(
+                    "rubric_deep_judgment_excerpts",
+                    EXCERPT_SYSTEM,
+                    excerpt_user(t, response, max_n, feedback),
+                    EXCERPTS_SCHEMA,
+                    t.name,
+                    lambda text: _read(_Excerpts, text),
                 )
             except (ValueError, ValidationError, ProviderError) as exc:
                 # Karenina: a failed call or an unreadable reply is retried with feedback alike.
@@ -496,10 +517,18 @@ def _score(ask: _Asker, t: RubricTrait, reasoning: str) -> int | bool:
     system = BOOLEAN_SYSTEM if boolean else NUMERIC_SYSTEM
     user = score_user(t, reasoning)
     try:
-        text = ask("rubric_deep_judgment_score", system, user, BOOLEAN_SCHEMA if boolean else NUMERIC_SCHEMA, t.name)
         if boolean:
-            return bool(_read(_Boolean, text).result)
-        return _clamp(t, _read(_Numeric, text).score)
+            return ask.structured(
+                "rubric_deep_judgment_score", system, user, BOOLEAN_SCHEMA, t.name,
+                lambda text: bool(_read(_Boolean, text).result),
+            )  # fmt: skip
+        return _clamp(
+            t,
+            ask.structured(
+                "rubric_deep_judgment_score", system, user, NUMERIC_SCHEMA, t.name,
+                lambda text: int(_read(_Numeric, text).score),
+            ),
+        )  # fmt: skip
     except (ValueError, ValidationError, ProviderError):
         # Karenina's fallback: the same question again, its reply read as text (not counted in
         # the trait's model calls, as there).

@@ -19,7 +19,15 @@ from pydantic import BaseModel, Field
 
 from karenina_rdf._errors import InvalidValueError, ProviderError
 from karenina_rdf.checkpoint import RubricTrait
-from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, Provider, json_object, with_instructions
+from karenina_rdf.runner.providers import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    Provider,
+    complete_structured,
+    json_object,
+    with_instructions,
+)
 
 from . import _deep_judgment as djr
 from . import _prompts as prompts
@@ -157,19 +165,19 @@ class _Judge:
             label=label,
         )
         try:
-            response = self.provider.complete(request)
+            # Karenina's evaluator calls go through structured output, with its retries.
+            reply, response = complete_structured(self.provider, request, json_object)
         except ProviderError as exc:
             self.warn(f"judge call for {_quote(names)} failed [{exc.category}]: {exc}")
+            return None
+        except ValueError as exc:  # no usable reply in any attempt
+            self.warn(f"judge reply for {_quote(names)} is unusable: {exc}")
             return None
         except Exception as exc:  # a provider bug must not end the task: report it like a failed call
             self.warn(f"judge call for {_quote(names)} failed [unexpected_error]: {type(exc).__name__}: {exc}")
             return None
         self.calls.append(response)
-        try:
-            return json_object(response.text)
-        except ValueError as exc:
-            self.warn(f"judge reply for {_quote(names)} is unusable: {exc}")
-            return None
+        return reply
 
 
 def _quote(names: list[str]) -> str:

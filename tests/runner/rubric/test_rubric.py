@@ -350,16 +350,19 @@ def test_json_is_found_in_wrapped_replies(text: str) -> None:
     assert run([BOOL], FakeJudge(text)).part["llm_trait_scores"] == {"clear": True}
 
 
-def test_unusable_batch_reply_drops_the_rubric_but_counts_the_call() -> None:
-    """Batch: Karenina's evaluator raises on the call (evaluator.py l. 198-211) and its stage
-    stores no rubric result, the regex trait's score included (tests/runner/test_stages_dynamic.py
-    compares it with Karenina's run)."""
-    out = run([BOOL, SCORE_0_3, REGEX_PARIS], FakeJudge("I cannot judge this."))
+def test_unusable_batch_reply_drops_the_rubric_and_counts_no_call() -> None:
+    """Batch: the judge is asked four times (Karenina's structured-output retries); with no usable
+    reply Karenina's evaluator raises on the call (evaluator.py l. 198-211) and its stage stores no
+    rubric result, the regex trait's score included, and no usage (a failed attempt's usage never
+    reaches the stage). tests/runner/test_stages_dynamic.py compares this with Karenina's run."""
+    judge = FakeJudge("I cannot judge this.")
+    out = run([BOOL, SCORE_0_3, REGEX_PARIS], judge)
     assert out.part is None
-    assert len(out.calls) == 1
+    assert len(judge.requests) == 4
+    assert out.calls == []
     assert out.warnings == [
         "Rubric evaluation failed: judge reply for traits 'clear', 'depth' is unusable: "
-        "the reply holds no JSON object: 'I cannot judge this.'"
+        "no usable reply in 4 attempts; the last one: the reply holds no JSON object: 'I cannot judge this.'"
     ]
 
 
