@@ -367,14 +367,33 @@ def test_unusable_batch_reply_drops_the_rubric_and_counts_no_call() -> None:
 
 
 def test_unusable_sequential_reply_drops_only_its_trait() -> None:
-    """Sequential: Karenina's calls fail one trait at a time (llm_trait.py, _execute_serial)."""
-    judge = FakeJudge(["I cannot judge this.", json.dumps({"scores": {"depth": 2}})])
+    """Sequential: Karenina's calls fail one trait at a time (llm_trait.py, _execute_serial),
+    each after its four structured-output attempts."""
+    judge = FakeJudge(["I cannot judge this."] * 4 + [json.dumps({"scores": {"depth": 2}})])
     out = run([BOOL, SCORE_0_3, REGEX_PARIS], judge, strategy="sequential")
     assert out.part is not None
     assert out.part["llm_trait_scores"] == {"depth": 2}
     assert out.part["regex_trait_scores"] == {"paris": True}
     assert out.part["rubric_evaluation_performed"] is True
-    assert len(out.calls) == 2 and len(out.warnings) == 1
+    assert len(judge.requests) == 5 and len(out.calls) == 1 and len(out.warnings) == 1
+
+
+@pytest.mark.parametrize("bad", [1, 3], ids=["one bad reply", "three bad replies"])
+def test_unusable_reply_is_asked_again_with_its_error(bad: int) -> None:
+    """Karenina's structured-output retries (adapters/langchain/llm.py ``_ainvoke_structured``):
+    each retry is the first request plus one user message with the last attempt's error, and
+    only the usable attempt's usage is counted."""
+    good = json.dumps({"scores": {"clear": True, "depth": 2}})
+    judge = FakeJudge(["I cannot judge this."] * bad + [good])
+    out = run([BOOL, SCORE_0_3], judge)
+    assert out.part is not None and out.part["llm_trait_scores"] == {"clear": True, "depth": 2}
+    assert out.warnings == [] and len(out.calls) == 1
+    first, *retries = judge.requests
+    assert len(retries) == bad
+    for r in retries:
+        assert r.messages[:-1] == first.messages and r.messages[-1].role == "user"
+        assert "the reply holds no JSON object: 'I cannot judge this.'" in r.messages[-1].content
+        assert r.key() != first.key() and r.json_schema == first.json_schema
 
 
 @pytest.mark.parametrize(
