@@ -349,14 +349,9 @@ def test_checks_decide_as_karenina(
     for f in CHECK_FIELDS:
         assert ours["template"][f] == ref["template"][f], f
     assert ours["template"]["parsed_llm_response"] == ref["template"]["parsed_llm_response"]
-    # Karenina's structured-output call raises on an unusable reply and the check drops the
-    # call's usage with it; the tokens were spent, so here they are counted.
-    dropped = {
-        f"{c}_check"
-        for c in ("abstention", "sufficiency")
-        if f"{c}_check" in judge.stages() and not ref["template"][f"{c}_check_performed"]
-    }
-    assert _usage_stages(ours) == _usage_stages(ref) | dropped
+    # Karenina's structured-output call raises after its last attempt on an unusable reply and
+    # the check records no usage; nor does it here (test_stages_retry.py: the retries).
+    assert _usage_stages(ours) == _usage_stages(ref)
     # Which calls were made: no parsing after an abstention or an insufficient answer.
     assert ("parsing" in judge.stages()) is (ref["template"]["parsed_llm_response"] is not None)
     mine, karenina_failure = ours["metadata"]["failure"], ref["metadata"]["failure"]
@@ -402,7 +397,9 @@ def test_dynamic_rubric_decides_as_karenina(
     opts = RunOptions(mode="rubric_only", abstention_enabled=switches.get("abstention", False))
     ours, judge, _ = run_ours(sandbox, store, bench, DYN_ANSWER, replies, opts)
     ref = theirs[case]
-    assert judge.stages().count("dynamic_rubric_presence_check") == 1
+    # One call, or Karenina's four structured-output attempts for an unusable reply.
+    unusable = replies["dynamic_rubric_presence_check"] == "present!"
+    assert judge.stages().count("dynamic_rubric_presence_check") == (4 if unusable else 1)
     mine, karenina_failure = ours["metadata"]["failure"], ref["metadata"]["failure"]
     assert (mine and mine["category"]) == (karenina_failure and karenina_failure["category"])
     if mine and mine["category"] == "unexpected_error":  # an unusable presence reply fails the stage

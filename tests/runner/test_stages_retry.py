@@ -1,0 +1,292 @@
+"""Karenina's structured-output retries, stage by stage, through a real run and compared with
+Karenina's pipeline run offline against a fake judge (the harness of test_stages.py).
+
+Karenina's ``with_structured_output`` adapters try a reply up to four times. Each retry sends
+the first messages plus one user message with the last error, and only the attempt that succeeds
+has its usage counted (adapters/langchain/llm.py ``_ainvoke_structured``). Its LangChain
+adapter also tries each attempt twice, first with the server's structured output and then with
+schema instructions and no ``response_format`` (``_try_structured_invocation``). Our attempt is
+one call. With a judge whose replies are fixed per call, the first usable reply decides in
+both libraries. Karenina simply takes longer to reach it (docs/verification.md says where the
+two part: a fifth to eighth reply). Every case below gives one or three unusable replies and
+then a usable one, or only unusable replies. Both sides must reach the same verdicts, result
+fields and failures, and the same usage per stage (the fake server's 5 + 3 tokens for every
+call, so one call's worth per stage means only the usable attempt was counted).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Any
+
+import pytest
+
+from karenina_rdf import Store
+from karenina_rdf.runner import (
+    ChatRequest,
+    ChatResponse,
+    DeepJudgmentConfig,
+    FunctionProvider,
+    ModelSpec,
+    RunOptions,
+    Sandbox,
+    run_verification,
+)
+from karenina_rdf.runner.providers import STRUCTURED_ATTEMPTS, Usage
+from tests.helpers.karenina_ref import karenina
+from tests.runner.test_stages import (
+    ABSTAINS,
+    ANSWERS,
+    DJ_ANSWER,
+    DJ_REASONING,
+    DYN_ANSWER,
+    DYNAMIC_CHECKPOINT,
+    GOOD_QUOTE,
+    INSUFFICIENT,
+    KARENINA_RUN,
+    NONE_PRESENT,
+    PARSED,
+    PARSED_WRONG,
+    PRESENT,
+    REFERENCE,
+    SCORES,
+    SUFFICIENT,
+    Fake,
+    _dynamic_question,
+    _karenina_case,
+    sandbox,
+    template_bench,
+)
+
+pytestmark = pytest.mark.slow  # template code runs in sandbox workers; Karenina in its own environment
+
+__all__ = ["sandbox"]  # the fixture, shared with test_stages.py
+
+BAD = "I would rather explain in prose: the answer looks fine."  # no JSON object at all
+HALF = json.dumps({"reasoning": "no verdict given"})  # JSON, but not the asked-for shape
+ONE, THREE = [BAD], [BAD, HALF, BAD]  # unusable replies before a usable one
+
+# (id, answer, switches, replies by stage: a list is one reply per call, its last one repeated)
+TEMPLATE: list[tuple[str, str, dict[str, bool], dict[str, Any]]] = [
+    ("abstention: one bad reply", "I cannot answer that.", {"abstention": True},
+     {"abstention_check": [*ONE, ABSTAINS], "parsing": PARSED}),
+    ("abstention: three bad replies", "It is Zanzibar-City-77.", {"abstention": True},
+     {"abstention_check": [*THREE, ANSWERS], "parsing": PARSED}),
+    ("abstention: every reply bad", "I cannot answer that.", {"abstention": True},
+     {"abstention_check": HALF, "parsing": PARSED}),
+    ("sufficiency: one bad reply", "Somewhere in the ocean.", {"sufficiency": True},
+     {"sufficiency_check": [*ONE, INSUFFICIENT], "parsing": PARSED}),
+    ("sufficiency: three bad replies", "It is Zanzibar-City-77.", {"sufficiency": True},
+     {"sufficiency_check": [*THREE, SUFFICIENT], "parsing": PARSED}),
+    ("sufficiency: every reply bad", "Somewhere in the ocean.", {"sufficiency": True},
+     {"sufficiency_check": BAD, "parsing": PARSED}),
+    ("parsing: one bad reply", "It is Zanzibar-City-77.", {}, {"parsing": [*ONE, PARSED]}),
+    ("parsing: three bad replies", "It is Paris.", {}, {"parsing": [BAD, BAD, BAD, PARSED_WRONG]}),
+    ("parsing: every reply bad", "It is Zanzibar-City-77.", {}, {"parsing": BAD}),
+    ("both checks and parsing, one bad reply each", "It is Zanzibar-City-77.",
+     {"abstention": True, "sufficiency": True},
+     {"abstention_check": [*ONE, ANSWERS], "sufficiency_check": [*ONE, SUFFICIENT], "parsing": [*ONE, PARSED]}),
+]  # fmt: skip
+
+# The checkpoint Karenina wrote with a global dynamic rubric, rubric_only: the presence check,
+# then the batch rubric call.
+DYNAMIC: list[tuple[str, dict[str, Any]]] = [
+    ("presence: one bad reply", {"dynamic_rubric_presence_check": [*ONE, PRESENT], "rubric_evaluation": SCORES}),
+    ("presence: three bad replies",
+     {"dynamic_rubric_presence_check": [BAD, BAD, BAD, NONE_PRESENT], "rubric_evaluation": SCORES}),
+    ("presence: every reply bad", {"dynamic_rubric_presence_check": BAD, "rubric_evaluation": SCORES}),
+    ("batch rubric: one bad reply", {"dynamic_rubric_presence_check": PRESENT, "rubric_evaluation": [*ONE, SCORES]}),
+    ("batch rubric: three bad replies",
+     {"dynamic_rubric_presence_check": PRESENT, "rubric_evaluation": [BAD, BAD, BAD, SCORES]}),
+    ("batch rubric: every reply bad", {"dynamic_rubric_presence_check": PRESENT, "rubric_evaluation": BAD}),
+]  # fmt: skip
+
+# Template deep judgment: its excerpt and reasoning calls are free text in Karenina (no retries
+# there), its final parse goes through the parser's structured output (retried).
+DEEP: list[tuple[str, dict[str, Any]]] = [
+    ("deep judgment: parse after one bad reply",
+     {"deep_judgment_excerpts": GOOD_QUOTE, "deep_judgment_reasoning": DJ_REASONING, "parsing": [*ONE, PARSED]}),
+    ("deep judgment: parse, every reply bad",
+     {"deep_judgment_excerpts": GOOD_QUOTE, "deep_judgment_reasoning": DJ_REASONING, "parsing": BAD}),
+]  # fmt: skip
+
+RETRIED = {
+    "abstention_check",
+    "sufficiency_check",
+    "parsing",
+    "dynamic_rubric_presence_check",
+    "rubric_evaluation",
+}
+
+
+class Judge(Fake):
+    """The fake judge of test_stages.py answering by stage, with the Karenina script's server's
+    token counts (5 in, 3 out) for every call."""
+
+    def __init__(self, replies: dict[str, Any]) -> None:
+        queues = {k: list(v) if isinstance(v, list) else [v] for k, v in replies.items()}
+
+        def reply(r: ChatRequest) -> str:
+            queue = queues.get(r.stage) or ["{}"]
+            return queue.pop(0) if len(queue) > 1 else queue[0]
+
+        super().__init__("j", reply)
+        fn = self.spec.provider.fn  # type: ignore[attr-defined]
+
+        def counted(r: ChatRequest) -> ChatResponse:
+            return ChatResponse(text=fn(r), usage=Usage(input_tokens=5, output_tokens=3), model="j")
+
+        self.spec = ModelSpec(FunctionProvider(counted, interface="openai_endpoint"), "j", "openai_endpoint")
+
+
+def _run(sandbox: Sandbox, store: Store, bench: str, answer: str, replies: dict[str, Any], opts: RunOptions):
+    judge = Judge(replies)
+    answerer = Fake("a", lambda r: answer).spec
+    report = run_verification(store, bench, judges=[judge.spec], answerers=[answerer], sandbox=sandbox, options=opts)
+    buf = io.StringIO()
+    store.export_results(report.run_id, buf)
+    (row,) = json.loads(buf.getvalue())["results"]
+    return row, judge
+
+
+@pytest.fixture(scope="module")
+def theirs() -> dict[str, dict[str, Any]]:
+    cases = [_karenina_case(answer, sw, rep) for _, answer, sw, rep in TEMPLATE]
+    text, reference = _dynamic_question()
+    cases += [
+        _karenina_case(DYN_ANSWER, {}, rep, question=text, reference=reference, template="", mode="rubric_only",
+                       checkpoint=str(DYNAMIC_CHECKPOINT))
+        for _, rep in DYNAMIC
+    ]  # fmt: skip
+    cases += [_karenina_case(DJ_ANSWER, {}, rep, deep_judgment={"mode": "full"}) for _, rep in DEEP]
+    out = karenina(KARENINA_RUN, json.dumps(cases), timeout=900)
+    ids = [c[0] for c in TEMPLATE] + [c[0] for c in DYNAMIC] + [c[0] for c in DEEP]
+    return dict(zip(ids, out, strict=True))
+
+
+def _usage(row: dict[str, Any]) -> dict[str, tuple[int, int, int]]:
+    usage = row["template"]["usage_metadata"] or {}
+    return {
+        stage: (u["input_tokens"], u["output_tokens"], u["total_tokens"])
+        for stage, u in usage.items()
+        if stage not in ("total", "answer_generation")
+    }
+
+
+def _failure(row: dict[str, Any]) -> tuple[str, str] | None:
+    f = row["metadata"]["failure"]
+    if f is None:
+        return None
+    if f["stage"] == "ParseTemplate":
+        # Karenina's classifier misses its parse stage's own error (test_stages.py
+        # test_deep_judgment_decides_as_karenina): unexpected_error at "ParseTemplate" there.
+        assert f["category"] == "unexpected_error"
+        return ("parsing", "parse_template")
+    return (f["category"], f["stage"])
+
+
+def _requests_check(judge: Judge, replies: dict[str, Any]) -> None:
+    """Each stage asked as often as its replies say: one call per unusable reply plus the usable
+    one, four when none is usable. A retry is the first request plus one user message carrying
+    the last error, and no request shows the reference answer (issue 19 point 4)."""
+    for stage in RETRIED & set(judge.stages()):
+        asked = [r for r in judge.requests if r.stage == stage]
+        given = replies[stage]
+        if isinstance(given, list):
+            assert len(asked) == len(given), stage
+        else:
+            assert len(asked) == (1 if given not in (BAD, HALF) else STRUCTURED_ATTEMPTS), stage
+        first = asked[0]
+        for retry in asked[1:]:
+            assert retry.messages[:-1] == first.messages and retry.messages[-1].role == "user", stage
+            assert "could not be used" in retry.messages[-1].content, stage
+            assert retry.json_schema == first.json_schema and retry.key() != first.key(), stage
+    for r in judge.requests:
+        text = json.dumps(r.model_dump())
+        assert REFERENCE not in text and '"correct"' not in text, r.stage
+
+
+@pytest.mark.parametrize(("case", "answer", "switches", "replies"), TEMPLATE, ids=[c[0] for c in TEMPLATE])
+def test_checks_and_parsing_retry_as_karenina(
+    sandbox: Sandbox, theirs: dict[str, Any], case: str, answer: str, switches: dict[str, bool], replies: dict[str, Any]
+) -> None:
+    store = Store.memory()
+    opts = RunOptions(
+        abstention_enabled=switches.get("abstention", False), sufficiency_enabled=switches.get("sufficiency", False)
+    )
+    ours, judge = _run(sandbox, store, template_bench(store), answer, replies, opts)
+    ref = theirs[case]
+    for f in (
+        "abstention_check_performed",
+        "abstention_detected",
+        "abstention_override_applied",
+        "abstention_reasoning",
+        "sufficiency_check_performed",
+        "sufficiency_detected",
+        "sufficiency_override_applied",
+        "sufficiency_reasoning",
+        "parsed_llm_response",
+        "template_verification_performed",
+    ):
+        assert ours["template"][f] == ref["template"][f], (f, ours["template"][f], ref["template"][f])
+    if not (switches.get("sufficiency") and ref["template"]["sufficiency_check_performed"]):
+        # (Karenina's classifier reads a sufficient answer as failed: test_stages.py says why.)
+        assert ours["template"]["verify_result"] == ref["template"]["verify_result"]
+        assert _failure(ours) == _failure(ref)
+    assert _usage(ours) == _usage(ref)
+    _requests_check(judge, replies)
+    if "every reply bad" in case:  # pinned: the stage got nothing usable, in both
+        stage = next(s for s in replies if s in RETRIED and not isinstance(replies[s], list))
+        assert stage not in _usage(ref)
+        if stage == "parsing":
+            assert ref["template"]["parsed_llm_response"] is None and _failure(ours) == ("parsing", "parse_template")
+        else:
+            assert ref["template"][stage.replace("_check", "_check_performed")] is False
+
+
+@pytest.mark.parametrize(("case", "replies"), DYNAMIC, ids=[c[0] for c in DYNAMIC])
+def test_presence_check_and_batch_rubric_retry_as_karenina(
+    sandbox: Sandbox, theirs: dict[str, Any], case: str, replies: dict[str, Any]
+) -> None:
+    store = Store.memory()
+    bench = store.import_checkpoint(DYNAMIC_CHECKPOINT).benchmark_id
+    ours, judge = _run(sandbox, store, bench, DYN_ANSWER, replies, RunOptions(mode="rubric_only"))
+    ref = theirs[case]
+    assert (ours["metadata"]["failure"] or {}).get("category") == (ref["metadata"]["failure"] or {}).get("category")
+    assert (ours["rubric"] is None) is (ref["rubric"] is None)
+    if "every reply bad" in case:
+        assert ref["rubric"] is None  # pinned: no rubric part in Karenina either way
+    else:
+        assert ref["rubric"] is not None
+        for f in (
+            "llm_trait_scores",
+            "regex_trait_scores",
+            "dynamic_rubric_skipped_traits",
+            "dynamic_rubric_promoted_traits",
+        ):
+            assert ours["rubric"][f] == ref["rubric"][f], (f, ours["rubric"][f], ref["rubric"][f])
+    assert _usage(ours) == _usage(ref)
+    _requests_check(judge, replies)
+
+
+@pytest.mark.parametrize(("case", "replies"), DEEP, ids=[c[0] for c in DEEP])
+def test_deep_judgment_parse_retries_as_karenina(
+    sandbox: Sandbox, theirs: dict[str, Any], case: str, replies: dict[str, Any]
+) -> None:
+    store = Store.memory()
+    opts = RunOptions(deep_judgment=DeepJudgmentConfig(mode="full"))
+    ours, judge = _run(sandbox, store, template_bench(store), DJ_ANSWER, replies, opts)
+    ref = theirs[case]
+    for f in ("verify_result", "parsed_llm_response"):
+        assert ours["template"][f] == ref["template"][f], f
+    assert _failure(ours) == _failure(ref)
+    assert (ours["deep_judgment"] is None) is (ref["deep_judgment"] is None)
+    if ref["deep_judgment"] is not None:
+        for f in ("extracted_excerpts", "attribute_reasoning", "deep_judgment_model_calls"):
+            assert ours["deep_judgment"][f] == ref["deep_judgment"][f], f
+    # The free-text steps are asked once each.
+    assert judge.stages().count("deep_judgment_excerpts") == 1
+    assert judge.stages().count("deep_judgment_reasoning") == 1
+    assert _usage(ours) == _usage(ref)
+    _requests_check(judge, replies)
