@@ -41,6 +41,10 @@ class ChatRequest(BaseModel):
     # Replicates ask the same thing on purpose: the number keeps their recorded and cached
     # answers apart. Hashed only when set, so requests without one keep their keys.
     replicate: int | None = None
+    # A structured-output retry (``complete_structured``): 2, 3, 4. Two retries can send the same
+    # messages (the same error fed back), and a model may still answer them differently, so the
+    # number keeps their cached and recorded answers apart. Hashed only when set, like replicate.
+    attempt: int | None = None
 
     def normalised(self) -> dict[str, Any]:
         """The parts that decide the answer, in one canonical shape: text NFC-normalised with
@@ -59,6 +63,8 @@ class ChatRequest(BaseModel):
         }
         if self.replicate is not None:
             out["replicate"] = self.replicate
+        if self.attempt is not None:
+            out["attempt"] = self.attempt
         return out
 
     def key(self) -> str:

@@ -17,8 +17,10 @@ excerpt, hallucination and score calls. Free-text calls do not: answers, templat
 judgment's excerpts and reasoning, rubric deep judgment's reasoning and its text score
 fallback, and the embedding check's semantic call.
 
-A retry is a different request (one more message), so it has its own cache and replay key. A
-recording therefore holds every attempt, and a replay asks for the same keys in the same order.
+A retry is a different request: it has one more message and its attempt number. The number
+matters because two retries can send the same messages (the same error fed back), so without it
+a cache or a replay would answer the later one with the earlier bad reply. A recording therefore
+holds every attempt under its own key, and a replay asks for the same keys in the same order.
 A good first reply costs nothing more than the single call it always was.
 """
 
@@ -54,7 +56,7 @@ def complete_structured(provider: Provider, request: ChatRequest, read: Callable
     error = ""
     for attempt in range(STRUCTURED_ATTEMPTS):
         # Karenina appends the feedback to the original messages: only the last error is sent.
-        retry = {"messages": (*request.messages, feedback(error))}
+        retry = {"messages": (*request.messages, feedback(error)), "attempt": attempt + 1}
         asked = request if attempt == 0 else request.model_copy(update=retry)
         response = provider.complete(asked)
         try:
