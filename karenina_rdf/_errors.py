@@ -134,12 +134,6 @@ class VerificationError(KareninaRDFError):
     that does not match. Failures of single tasks are never raised: they are recorded as data."""
 
 
-class StructuredOutputError(KareninaRDFError, ValueError):
-    """A judge gave no usable structured reply in any attempt (Karenina's ``ParseError`` from
-    its adapters' retry loop). A ValueError, so a stage that reads a reply handles it as it
-    handles an unusable reply."""
-
-
 class ProviderError(VerificationError):
     """A model call that failed. ``category`` is Karenina's failure category for it
     (``timeout``, ``connection``, ``rate_limit``, ``server_error``, ``unexpected_error``);

@@ -29,8 +29,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from karenina_rdf._errors import StructuredOutputError
-
 from ._base import ChatRequest, ChatResponse, Message, Provider
 
 __all__ = ["STRUCTURED_ATTEMPTS", "StructuredOutputError", "complete_structured", "feedback"]
@@ -39,6 +37,13 @@ T = TypeVar("T")
 
 # Karenina's with_structured_output(max_retries=None) -> 3 retries, so 4 attempts in all.
 STRUCTURED_ATTEMPTS = 4
+
+
+class StructuredOutputError(ValueError):
+    """No attempt gave a usable reply (Karenina's ParseError from its adapters' loop). It never
+    leaves the runner: every stage catches it as it catches an unusable reply (a ValueError),
+    and records it as data (a failure, a warning, a check not performed), so it is not part of
+    the public error tree of ``karenina_rdf._errors``."""
 
 
 def feedback(error: str) -> Message:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from karenina_rdf._errors import ProviderError, StructuredOutputError
+from karenina_rdf._errors import ProviderError
 from karenina_rdf.runner.providers import (
     STRUCTURED_ATTEMPTS,
     ChatRequest,
@@ -20,6 +20,7 @@ from karenina_rdf.runner.providers import (
     Message,
     Recorder,
     ReplayProvider,
+    StructuredOutputError,
     Usage,
     complete_structured,
     json_object,
