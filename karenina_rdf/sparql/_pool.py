@@ -20,12 +20,12 @@ reply pipe is watched by the loop and the checks are timers. It takes a worker o
 idle (otherwise the caller runs :meth:`QueryPool.run` on a thread, which may wait for one or
 start one); the limits and the answers are the same.
 
-At most ``running`` queries (default: the cores + 1) are in their first ``release_after``
+At most ``running`` queries (default: the cores, two at least) are in their first ``release_after``
 seconds at once; the others wait their turn (first come, first served, from threads and the loop
 alike) until one ends or has run that long. Running more short queries than there are cores at
 once only time-slices them, and across more processes: eight queries at once on ten workers cost
-the workers about 0.4 ms of CPU more per query than the same queries three at a time on the same
-warm workers (caches and TLBs of eight address spaces; docs/performance.md, "Worker cost per
+the workers about 0.4 ms of CPU more per query than the same queries two or three at a time on
+the same warm workers (caches and TLBs of eight address spaces; docs/performance.md, "Worker cost per
 request"). A query past ``release_after`` lets the next one in, so a long one holds up the others
 for that long at most.
 """
@@ -304,13 +304,14 @@ class _Admission:
 
 
 def default_running() -> int:
-    """The cores this process may run on, plus one (a worker's reply is in a pipe while the
-    next query starts)."""
+    """The cores this process may run on, two at least (one query runs while the reply of
+    another is read). On 2 cores, 2 at once cost the workers 1.71-1.72 ms a query of the light
+    mix, 3 at once 1.82-2.00, 8 at once 1.93-2.07 (docs/performance.md)."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return cores + 1
+    return max(2, cores)
 
 
 @dataclass

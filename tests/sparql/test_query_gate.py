@@ -150,7 +150,7 @@ def test_an_admission_is_given_back_once() -> None:
     assert gate.admitted == 0
 
 
-def test_the_pool_admits_the_cores_plus_one_unless_told() -> None:
+def test_the_pool_admits_as_many_as_there_are_cores_unless_told() -> None:
     assert default_running() >= 2
     assert QueryPool()._gate.limit == default_running()
     assert QueryPool(running=5)._gate.limit == 5
