@@ -206,6 +206,9 @@ class _Ticket:
             self.event.set()
             return True
         assert self.loop is not None and self.future is not None
+        if asyncio._get_running_loop() is self.loop:
+            _resolve(self.future)  # on its own loop (a query there ended): no wake-up through its pipe
+            return True
         try:
             self.loop.call_soon_threadsafe(_resolve, self.future)
         except RuntimeError:  # its loop is closed: no one is waiting any more
