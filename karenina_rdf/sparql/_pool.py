@@ -19,6 +19,15 @@ seconds however many heavy ones are running.
 reply pipe is watched by the loop and the checks are timers. It takes a worker only when one is
 idle (otherwise the caller runs :meth:`QueryPool.run` on a thread, which may wait for one or
 start one); the limits and the answers are the same.
+
+At most ``running`` queries (default: the cores, two at least) are in their first ``release_after``
+seconds at once; the others wait their turn (first come, first served, from threads and the loop
+alike) until one ends or has run that long. Running more short queries than there are cores at
+once only time-slices them, and across more processes: eight queries at once on ten workers cost
+the workers about 0.4 ms of CPU more per query than the same queries two or three at a time on
+the same warm workers (caches and TLBs of eight address spaces; docs/performance.md, "Worker cost per
+request"). A query past ``release_after`` lets the next one in, so a long one holds up the others
+for that long at most.
 """
 
 from __future__ import annotations
@@ -36,6 +45,7 @@ import sys
 import threading
 import time
 import weakref
+from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,6 +184,139 @@ class _Process:
             os.close(self.statm)
 
 
+_WAITING, _GRANTED, _GONE = 0, 1, 2
+
+
+class _Ticket:
+    """A query waiting at the gate: woken by an event (a thread) or a future (the event loop)."""
+
+    __slots__ = ("event", "future", "loop", "state")
+
+    def __init__(
+        self,
+        event: threading.Event | None = None,
+        loop: asyncio.AbstractEventLoop | None = None,
+        future: asyncio.Future[None] | None = None,
+    ) -> None:
+        self.state = _WAITING
+        self.event, self.loop, self.future = event, loop, future
+
+    def wake(self) -> bool:
+        if self.event is not None:
+            self.event.set()
+            return True
+        assert self.loop is not None and self.future is not None
+        if asyncio._get_running_loop() is self.loop:
+            _resolve(self.future)  # on its own loop (a query there ended): no wake-up through its pipe
+            return True
+        try:
+            self.loop.call_soon_threadsafe(_resolve, self.future)
+        except RuntimeError:  # its loop is closed: no one is waiting any more
+            return False
+        return True
+
+
+def _resolve(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class _Gate:
+    """At most ``limit`` queries admitted at once; the others wait in the order they came
+    (see the module's doc)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.admitted = 0
+        self.waiting: deque[_Ticket] = deque()
+        self.lock = threading.Lock()
+
+    def _enter_now(self) -> bool:
+        # with self.lock held; behind those already waiting, never before them
+        if self.admitted < self.limit and not self.waiting:
+            self.admitted += 1
+            return True
+        return False
+
+    def enter(self, deadline: float) -> bool:
+        """Admitted (True), or the deadline came first (False). Blocking: a thread's."""
+        with self.lock:
+            if self._enter_now():
+                return True
+            ticket = _Ticket(event=threading.Event())
+            self.waiting.append(ticket)
+        assert ticket.event is not None
+        ticket.event.wait(max(0.0, deadline - time.monotonic()))
+        return self._settle(ticket)
+
+    async def enter_async(self, deadline: float) -> bool:
+        """:meth:`enter` on the event loop."""
+        with self.lock:
+            if self._enter_now():
+                return True
+            loop = asyncio.get_running_loop()
+            ticket = _Ticket(loop=loop, future=loop.create_future())
+            self.waiting.append(ticket)
+        assert ticket.future is not None
+        timer = loop.call_later(max(0.0, deadline - time.monotonic()), _resolve, ticket.future)
+        try:
+            await ticket.future
+        except asyncio.CancelledError:
+            if self._settle(ticket):
+                self.leave()  # admitted as it was cancelled: the place goes to the next
+            raise
+        finally:
+            timer.cancel()
+        return self._settle(ticket)
+
+    def _settle(self, ticket: _Ticket) -> bool:
+        with self.lock:
+            if ticket.state == _GRANTED:
+                return True
+            ticket.state = _GONE  # leave() skips it from now on
+            with contextlib.suppress(ValueError):
+                self.waiting.remove(ticket)
+            return False
+
+    def leave(self) -> None:
+        with self.lock:
+            self.admitted -= 1
+            while self.waiting and self.admitted < self.limit:
+                ticket = self.waiting.popleft()
+                if ticket.state != _WAITING:
+                    continue
+                ticket.state = _GRANTED
+                self.admitted += 1
+                if not ticket.wake():
+                    ticket.state = _GONE
+                    self.admitted -= 1
+
+
+class _Admission:
+    """One query's place at the gate, given back once: when it ends or has run long enough."""
+
+    __slots__ = ("gate", "held")
+
+    def __init__(self, gate: _Gate) -> None:
+        self.gate, self.held = gate, True
+
+    def release(self) -> None:
+        if self.held:
+            self.held = False
+            self.gate.leave()
+
+
+def default_running() -> int:
+    """The cores this process may run on, two at least (one query runs while the reply of
+    another is read). On 2 cores, 2 at once cost the workers 1.71-1.72 ms a query of the light
+    mix, 3 at once 1.82-2.00, 8 at once 1.93-2.07 (docs/performance.md)."""
+    try:
+        cores = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cores = os.cpu_count() or 1
+    return max(2, cores)
+
+
 @dataclass
 class QueryPool:
     """Worker processes for the queries of one on-disk store (see the module's doc)."""
@@ -182,6 +325,8 @@ class QueryPool:
     reserve: int = 2
     memory_limit: int = 1 << 30  # bytes resident per worker; 0: no limit
     heavy_after: float = 1.0  # seconds after which a query counts as heavy
+    running: int = 0  # queries in their first release_after seconds at once; 0: default_running()
+    release_after: float = 0.05
     _idle: list[_Process] = field(default_factory=list)
     _count: int = 0  # processes alive or starting
     _closed: bool = False
@@ -190,6 +335,7 @@ class QueryPool:
         self.size = self.heavy_slots + self.reserve
         self._lock = threading.Condition()
         self._heavy = threading.BoundedSemaphore(self.heavy_slots)
+        self._gate = _Gate(self.running or default_running())
         self._current: _Snapshot | None = None
         self._snapshots: dict[str, _Snapshot] = {}
         self._refreshing = False
@@ -368,27 +514,43 @@ class QueryPool:
         a name, or the (status, message) to answer if the result is of that kind. ``text_index``:
         where the full-text index is and its functions' IRIs, for a query calling them. Raises
         :class:`QueryFailed`."""
-        worker = self._checkout(deadline, timeout)
-        with self._lock:
-            snap = self._current
-        if snap is None:
-            self._checkin(worker, worker.snapshot, alive=True)
-            raise QueryFailed(503, "the endpoint has no snapshot of its store yet")
-        request = _request(
-            snap, text, base, prefixes, dataset, results_format, graphs_format, max_bytes, deadline, timeout, text_index
-        )
-        alive = False
+        if not self._gate.enter(deadline):
+            raise QueryFailed(503, _timed_out(timeout))
+        admission = _Admission(self._gate)
         try:
-            # The worker holds the snapshot from the request on (it may open it).
+            worker = self._checkout(deadline, timeout)
             with self._lock:
-                self._hold(worker, snap)
-            worker.send(request)
-            header, body = self._watch(worker, deadline, timeout)
-            alive = True
-        except (EOFError, OSError) as exc:
-            raise _ended(worker, exc) from None
+                snap = self._current
+            if snap is None:
+                self._checkin(worker, worker.snapshot, alive=True)
+                raise QueryFailed(503, "the endpoint has no snapshot of its store yet")
+            request = _request(
+                snap,
+                text,
+                base,
+                prefixes,
+                dataset,
+                results_format,
+                graphs_format,
+                max_bytes,
+                deadline,
+                timeout,
+                text_index,
+            )
+            alive = False
+            try:
+                # The worker holds the snapshot from the request on (it may open it).
+                with self._lock:
+                    self._hold(worker, snap)
+                worker.send(request)
+                header, body = self._watch(worker, deadline, timeout, admission)
+                alive = True
+            except (EOFError, OSError) as exc:
+                raise _ended(worker, exc) from None
+            finally:
+                self._checkin(worker, snap, alive=alive)
         finally:
-            self._checkin(worker, snap, alive=alive)
+            admission.release()
         return _answer(header, body)
 
     async def run_async(
@@ -407,38 +569,50 @@ class QueryPool:
         """:meth:`run` on the running event loop, with no thread: None (and nothing done) when no
         worker is idle or the request is too large for the pipe at once; then call :meth:`run`
         on a thread. The worker is watched as :meth:`run` watches it: the reply pipe by the loop,
-        the deadline, the memory and the heavy-query slot by timers."""
+        the deadline, the memory and the heavy-query slot by timers. A query waits its turn at the
+        gate on the loop too."""
         with self._lock:
-            snap = self._current
-            if self._closed or snap is None or not self._idle:
+            if self._closed or self._current is None or not self._idle:
                 return None
-            worker = self._idle.pop()
-            # The worker holds the snapshot from the request on (it may open it).
-            self._hold(worker, snap)
-        request = _request(
-            snap, text, base, prefixes, dataset, results_format, graphs_format, max_bytes, deadline, timeout, None
-        )
-        frame = worker.frame(request)
-        if len(frame) > ASYNC_REQUEST_BYTES:
-            # An idle worker's request pipe is empty, and a write up to its size does not block
-            # the loop; a larger one could.
-            self._checkin(worker, snap, alive=True)
-            return None
-        alive = False
+        if not await self._gate.enter_async(deadline):
+            raise QueryFailed(503, _timed_out(timeout))
+        admission = _Admission(self._gate)
         try:
-            worker.write(frame)
-            header, body = await self._watch_async(worker, deadline, timeout)
-            alive = True
-        except (EOFError, OSError) as exc:
-            raise _ended(worker, exc) from None
-        except asyncio.CancelledError:
-            worker.kill()  # the reply would come to nobody; a worker mid-query is not reusable
-            raise
+            with self._lock:
+                snap = self._current
+                if self._closed or snap is None or not self._idle:
+                    return None
+                worker = self._idle.pop()
+                # The worker holds the snapshot from the request on (it may open it).
+                self._hold(worker, snap)
+            request = _request(
+                snap, text, base, prefixes, dataset, results_format, graphs_format, max_bytes, deadline, timeout, None
+            )
+            frame = worker.frame(request)
+            if len(frame) > ASYNC_REQUEST_BYTES:
+                # An idle worker's request pipe is empty, and a write up to its size does not block
+                # the loop; a larger one could.
+                self._checkin(worker, snap, alive=True)
+                return None
+            alive = False
+            try:
+                worker.write(frame)
+                header, body = await self._watch_async(worker, deadline, timeout, admission)
+                alive = True
+            except (EOFError, OSError) as exc:
+                raise _ended(worker, exc) from None
+            except asyncio.CancelledError:
+                worker.kill()  # the reply would come to nobody; a worker mid-query is not reusable
+                raise
+            finally:
+                self._checkin(worker, snap, alive=alive)
         finally:
-            self._checkin(worker, snap, alive=alive)
+            admission.release()
         return _answer(header, body)
 
-    async def _watch_async(self, worker: _Process, deadline: float, timeout: float) -> tuple[dict[str, Any], bytes]:
+    async def _watch_async(
+        self, worker: _Process, deadline: float, timeout: float, admission: _Admission
+    ) -> tuple[dict[str, Any], bytes]:
         loop = asyncio.get_running_loop()
         state: dict[str, Any] = {}
 
@@ -491,9 +665,7 @@ class QueryPool:
                     heavy = True
                 if self.memory_limit and worker.resident() > self.memory_limit:
                     raise await stop(_too_much_memory(self.memory_limit))
-                wait = min(POLL_SECONDS, deadline - now)
-                if not heavy:
-                    wait = min(wait, started + self.heavy_after - now)
+                wait = self._next_check(now, started, deadline, heavy, admission)
                 waiter = state["waiter"]
                 timer = loop.call_later(max(0.0, wait), wake, waiter)
                 try:
@@ -506,7 +678,22 @@ class QueryPool:
             if heavy:
                 self._heavy.release()
 
-    def _watch(self, worker: _Process, deadline: float, timeout: float) -> tuple[dict[str, Any], bytes]:
+    def _next_check(self, now: float, started: float, deadline: float, heavy: bool, admission: _Admission) -> float:
+        """Seconds until the watch looks again (the memory check's period at most); a query that
+        has run ``release_after`` gives its place at the gate to the next one here."""
+        wait = min(POLL_SECONDS, deadline - now)
+        if not heavy:
+            wait = min(wait, started + self.heavy_after - now)
+        if admission.held:
+            if now - started >= self.release_after:
+                admission.release()
+            else:
+                wait = min(wait, started + self.release_after - now)
+        return wait
+
+    def _watch(
+        self, worker: _Process, deadline: float, timeout: float, admission: _Admission
+    ) -> tuple[dict[str, Any], bytes]:
         started = time.monotonic()
         heavy = False
         try:
@@ -520,10 +707,7 @@ class QueryPool:
                     heavy = True
                 if self.memory_limit and worker.resident() > self.memory_limit:
                     raise self._stop(worker, _too_much_memory(self.memory_limit))
-                wait = min(POLL_SECONDS, deadline - now)
-                if not heavy:
-                    wait = min(wait, started + self.heavy_after - now)
-                reply = worker.receive(wait)
+                reply = worker.receive(self._next_check(now, started, deadline, heavy, admission))
                 if reply is not None:
                     return reply
         finally:
