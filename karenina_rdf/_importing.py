@@ -43,6 +43,7 @@ from karenina_rdf.store import (
     Generation,
     GraphStore,
     first_version_facts,
+    keep_files,
     version_facts,
 )
 from karenina_rdf.validation import (
@@ -207,7 +208,9 @@ def _import_into(
         validating.advance()
         validating.done()
     mapped.warnings = replaced + mapped.warnings
-    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated, keep_version)
+    # The files the sink loaded, kept with the graph if it is published (store._files).
+    files: list[Path] = list(getattr(gen.sink, "paths", ()))
+    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated, keep_version, files)
 
 
 # Templates checked between two progress reports (checking one takes well under a millisecond
@@ -260,6 +263,7 @@ def _publish(
     modes: Readiness | None = None,
     validated: list[tuple[str, str]] | None = None,
     keep_version: bool = True,
+    files: list[Path] | None = None,
 ) -> ImportResult:
     bench = mapped.iri
     digest = mapped.content_hash()
@@ -291,6 +295,11 @@ def _publish(
             store, bench, old_graph, keep=keep_version, label=mapped.version, source=mapped.source
         )
     hashes += facts
+    if files:
+        # Before the commit, fsynced: a crash after it finds them (a crash before leaves files no
+        # graph owns, which the next open removes). They spare a later rebuild, drop or version
+        # reading this graph back out of RocksDB.
+        keep_files(store, graph, files, digest)
     store.catalog.publish(
         bench, GRAPH, graph, source=mapped.source, triples=mapped.sink.count, extra=hashes, before=before
     )

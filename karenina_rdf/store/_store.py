@@ -55,7 +55,7 @@ from karenina_rdf.sparql import (
     sparql_functions,
 )
 
-from . import _versions
+from . import _files, _versions
 from ._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT, Catalog
 from ._loading import Sink, open_sink
 from ._rebase import Rewriter, check_new_base, rebase_update, whole_lines
@@ -68,12 +68,17 @@ STORE_TOKEN_ENV = "KARENINA_RDF_STORE_TOKEN"  # Bearer token for a store given a
 DEFAULT_STORE_PATH = ".karenina-rdf"
 SNAPSHOTS = ".snapshots"  # checkpoints of an on-disk store that other processes read (snapshot())
 _DELETE_BATCH = 20_000
+_DELETE_BYTES = 1 << 22  # of N-Triples lines per DELETE DATA, when dropping by a graph's files
 # Dropping a graph quad by quad costs pyoxigraph 20-40 µs a quad, while clearing the whole store
 # takes well under a second; dumping what stays and bulk-loading it back cost about 0.75 of that
 # a quad (measured, docs/performance.md § Deleting). So a graph is dropped by rebuilding the store
 # without it when what stays is at most this many times its size: a benchmark beside the small
-# shared graphs, or beside one other benchmark its size, or replaced by one its size.
+# shared graphs, or beside one other benchmark its size, or replaced by one its size. A graph that
+# stays and has its import's files (store._files) is reloaded from them without the dump, which
+# was _DUMPED of its reloading cost (docs/performance.md § Delete and replace, second pass): it
+# counts for 1 / _DUMPED of its size.
 _REBUILD_RATIO = 1.25
+_DUMPED = 1.6
 _REBUILD = ".rebuild"  # in the store folder: what stays, while the store is rebuilt without a graph
 # A rebase on a server is one request rewriting every quad; its time limit, per quad (about 7
 # times what an Oxigraph server took on a loaded machine).
@@ -194,6 +199,7 @@ class GraphStore:
             # server another client may be importing right now: remove_orphans() is explicit there.
             self.remove_orphans()
             self._remove_leftover_folders()
+            _files.tidy(self)  # after the rebuild is finished: it may reload some of them
 
     def _settle_base_iri(self, requested: str | None) -> str:
         # Every stored IRI was minted under one base; a second base would split identities.
@@ -338,6 +344,17 @@ class GraphStore:
         # Removing quads is slow in pyoxigraph; batches keep each transaction small
         # (docs/performance.md).
         removing = (progress or QUIET).start("removing", size, "triples")
+        parts = _files.files(self, graph)
+        if parts is not None:
+            # The import's own lines: no reading each quad back out of RocksDB to name it.
+            for part in parts:
+                with open(part, encoding="utf-8") as fh:
+                    while lines := fh.readlines(_DELETE_BYTES):
+                        self._ox.update(f"DELETE DATA {{ GRAPH {graph} {{\n{''.join(lines)}}} }}")
+                        removing.advance(len(lines))
+            self._ox.remove_graph(graph)  # what an edit could have added is not in the files
+            removing.done()
+            return
         quads = self._ox.quads_for_pattern(None, None, None, graph)
         while True:
             batch = [q for _, q in zip(range(_DELETE_BATCH), quads, strict=False)]
@@ -365,13 +382,14 @@ class GraphStore:
             self.catalog.unpublish(unpublish)
         self.drop_graph(graph, size=size, progress=progress)
         self.catalog.mark_pending(graph, False)
+        _files.forget_unowned(self, graph)  # a kept version's files stay: they are the version
 
     # -- dropping by rebuilding --------------------------------------------------------------
     def _rest_is_small(self, graph: ox.NamedNode, size: int) -> bool:
         """Whether everything but ``graph`` is at most ``_REBUILD_RATIO`` times ``size`` triples:
         the live benchmarks and runs by their catalog counts, other graphs counted up to the
         limit (a store that holds more, or whose sizes are not known, drops quad by quad)."""
-        budget = _REBUILD_RATIO * size  # triples that may stay
+        budget = _REBUILD_RATIO * size  # triples that may stay (dumped and reloaded)
         counted: set[ox.NamedNode | ox.BlankNode] = {graph}
         for owner, g in [*self.catalog.benchmarks().items(), *self.catalog.runs().items()]:
             if g == graph:
@@ -379,7 +397,7 @@ class GraphStore:
             count = self.catalog.value(owner, TRIPLE_COUNT)
             if count is None:
                 return False
-            budget -= int(count)
+            budget -= int(count) / (_DUMPED if _files.files(self, g) is not None else 1)
             counted.add(g)
         others: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [ox.DefaultGraph()]
         others += [g for g in self._ox.named_graphs() if g not in counted]
@@ -404,16 +422,21 @@ class GraphStore:
         folder.mkdir()
         keep = [g for g in self._ox.named_graphs() if g != graph]
         keeping = progress.start("keeping", len(keep) + 1, "graphs")
+        reloaded: dict[str, list[str]] = {}  # graph → its import's files, reloaded as they are
         with open(folder / "rest.nq", "wb") as out:
             self._dump_as_quads(ox.DefaultGraph(), out, folder)
             keeping.advance()
             for g in keep:
-                self._dump_as_quads(g, out, folder)
+                parts = _files.files(self, g)
+                if parts is not None:
+                    reloaded[str(g)] = [str(p) for p in parts]
+                else:
+                    self._dump_as_quads(g, out, folder)
                 keeping.advance()
             out.flush()
             os.fsync(out.fileno())
         keeping.done()
-        self._commit_rebuild(folder, keep)
+        self._commit_rebuild(folder, keep, reloaded)
         # One bulk load, which reports nothing until it ends: the one file it reads is the count.
         reloading = progress.start("reloading", 1, "files")
         self._finish_rebuild()
@@ -421,13 +444,17 @@ class GraphStore:
         reloading.done()
 
     @staticmethod
-    def _commit_rebuild(folder: Path, graphs: Iterable[ox.NamedNode | ox.BlankNode]) -> None:
-        """Write the rebuild's manifest (the graphs it recreates, empty ones too): renamed into
-        place, it is the commit point."""
+    def _commit_rebuild(
+        folder: Path, graphs: Iterable[ox.NamedNode | ox.BlankNode], files: Mapping[str, list[str]] | None = None
+    ) -> None:
+        """Write the rebuild's manifest (the graphs it recreates, empty ones too, and the files
+        some are reloaded from): renamed into place, it is the commit point. The files named stay
+        until the rebuild is finished: only a graph's drop or :func:`_files.tidy` removes them,
+        and the graphs named here are neither dropped nor stale."""
         manifest = folder / "manifest.json"
         tmp = folder / "manifest.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"graphs": [str(g) for g in graphs]}, fh)
+            json.dump({"graphs": [str(g) for g in graphs], "files": dict(files or {})}, fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, manifest)
@@ -455,8 +482,12 @@ class GraphStore:
                 limit = max(self.remote.timeout, _REBASE_SECONDS_PER_QUAD * len(self.remote))
                 self.remote.update(rebase_update(old, new), timeout=limit)
             else:
-                # The kept versions' graphs first, copied beside themselves (see rebase_archive).
+                # The kept versions' graphs first, copied beside themselves (see rebase_archive),
+                # each loaded from its files into the archive first if it has not been read yet.
                 _versions.rebase_archive(self, rewriter.block, rewriter.term)
+                # Every IRI changes: the import's files would say the old ones (and no kept version
+                # is only its files any more).
+                _files.forget_all(self)
                 if self.path is not None:
                     self._rebuild_rebased(rewriter, self.path / _REBUILD)
                 else:
@@ -522,9 +553,12 @@ class GraphStore:
         if not manifest.is_file():
             shutil.rmtree(folder, ignore_errors=True)  # the store was not touched
             return
-        graphs = json.loads(manifest.read_text(encoding="utf-8"))["graphs"]
+        written = json.loads(manifest.read_text(encoding="utf-8"))
+        graphs = written["graphs"]
         self._ox.clear()
         self._ox.bulk_load(path=str(folder / "rest.nq"), format=ox.RdfFormat.N_QUADS)
+        for g, parts in written.get("files", {}).items():
+            _files.load(self._ox, ox.NamedNode(g[1:-1]), (Path(p) for p in parts))
         for g in graphs:
             term = ox.BlankNode(g[2:]) if g.startswith("_:") else ox.NamedNode(g[1:-1])
             self._ox.add_graph(term)

@@ -48,6 +48,7 @@ from karenina_rdf.rdf import (
     unsegment,
 )
 
+from . import _files
 from ._catalog import CONTENT_HASH, FILE_HASH, IMPORTED_AT, SOURCE, TRIPLE_COUNT
 from ._rebase import whole_lines
 
@@ -65,6 +66,7 @@ VERSION_GRAPH = KAR.versionGraph
 QUESTION_COUNT = KAR.questionCount
 ARCHIVE = "versions"  # the version archive's folder in an on-disk store
 _OPENING = threading.Lock()
+_LOADING = threading.Lock()  # a kept version's files are loaded into the archive once
 # The parts of a question a diff tells apart; everything else of the item is "metadata".
 PARTS = ("text", "answer", "template", "rubric", "metadata")
 _QUESTION_PARTS = {"text": "text", "acceptedAnswer": "answer", "hasPart": "template", "rating": "rubric"}
@@ -188,6 +190,8 @@ def rebase_archive(
     one update moves the kept graphs with the rest."""
     if store.remote is not None:
         return
+    for graph in kept_graphs(store):
+        materialise(store, graph)  # a version kept as its files: into the archive, then rebased
     target = archive(store)
     if target is None:
         return
@@ -227,8 +231,41 @@ def kept_graphs(store: GraphStore) -> list[ox.NamedNode]:
     return [named(q.object) for q in pattern]
 
 
+def materialise(store: GraphStore, graph: ox.NamedNode) -> bool:
+    """Make sure the archive holds a kept version's graph: a version kept as its import's files
+    (:func:`_copy_to_archive`) is loaded from them the first time it is read, and its files go.
+    False if neither holds it."""
+    found = archive(store)
+    if found is not None and found.contains_named_graph(graph):
+        return True
+    with _LOADING:
+        found = archive(store)
+        if found is not None and found.contains_named_graph(graph):
+            return True
+        parts = _files.files(store, graph)
+        if parts is None:
+            return False
+        target = archive(store, create=True)
+        assert target is not None
+        # A crash mid-load leaves a graph the catalog names and the files too; the next reader
+        # finds the graph there: loaded again from the files, which are still there, into a
+        # graph cleared first.
+        target.remove_graph(graph)
+        _files.load(target, graph, parts)
+        target.flush()
+        # The archive holds it now (one source): a crash before this line leaves the files,
+        # which the next open keeps (the catalog still names the graph) and nothing reads.
+        _files.forget(store, graph)
+    return True
+
+
 def _copy_to_archive(store: GraphStore, graph: ox.NamedNode) -> None:
-    """Copy a generation graph into the version archive (embedded and memory stores)."""
+    """Keep a generation graph as a version (embedded and memory stores): its import's files,
+    when it has them and is unchanged since, are the version until it is first read (nothing to
+    copy: docs/performance.md § Delete and replace, second pass); else it is copied into the
+    version archive."""
+    if _files.files(store, graph) is not None:
+        return
     target = archive(store, create=True)
     assert target is not None
     if store.path is None:
@@ -452,9 +489,10 @@ def version_source(store: GraphStore, v: BenchmarkVersion) -> tuple[ox.Store, ox
     graph = ox.NamedNode(v.graph)
     if v.latest or store.remote is not None:
         return store.reader(graph), graph
-    found = archive(store)
-    if found is None or not found.contains_named_graph(graph):
+    if not materialise(store, graph):
         raise StoreError(f"version {v.number} of {v.benchmark}: its graph is missing from the version archive")
+    found = archive(store)
+    assert found is not None
     return found, graph
 
 
@@ -519,6 +557,7 @@ def _forget(store: GraphStore, v: BenchmarkVersion) -> None:
     found = archive(store)
     if found is not None:  # unnamed now: a crash mid-drop leaves an orphan the next open drops
         found.remove_graph(graph)
+    _files.forget(store, graph)  # a version kept as its files (unnamed now too: tidy would)
 
 
 def drop_all(store: GraphStore, bench: str) -> int:
