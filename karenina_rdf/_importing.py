@@ -40,10 +40,12 @@ from karenina_rdf.store import (
     FILE_HASH,
     GRAPH,
     TRIPLE_COUNT,
+    BenchmarkVersion,
     Generation,
     GraphStore,
     first_version_facts,
     keep_files,
+    live_version,
     version_facts,
 )
 from karenina_rdf.validation import (
@@ -134,12 +136,24 @@ def import_checkpoint(
     old_graph = store.catalog.benchmarks().get(bench) if bench else None
     if old_graph is not None and file_hash is not None and store.catalog.value(bench, FILE_HASH) == file_hash:
         return _unchanged(store, bench, old_graph, label)
-    # A fresh generation graph, unreferenced until the catalog points at it: the sink loads on
-    # a second thread while the rest is still being mapped.
-    with store.generation(bench or "urn:x") as gen:
-        return _import_into(
-            store, gen, doc, label, old_graph, file_hash, validate, replaced, progress or QUIET, keep_version
-        )
+    old = None
+    evicted = False
+    if old_graph is not None:
+        assert bench is not None
+        old = live_version(store, bench, old_graph)  # read while its graph is in the store
+        # In a store holding little else, the old generation leaves first (from its files, a
+        # rebuild of the little rest) rather than after, when the rebuild would reload the new one.
+        evicted = store.evict(old_graph, old.triples)
+    try:
+        # A fresh generation graph, unreferenced until the catalog points at it: the sink loads
+        # on a second thread while the rest is still being mapped.
+        with store.generation(bench or "urn:x") as gen:
+            return _import_into(
+                store, gen, doc, label, old_graph, file_hash, validate, replaced, progress or QUIET, keep_version, old
+            )
+    finally:
+        if evicted:
+            store.restore_evicted()  # back from its files unless the new generation was published
 
 
 def _import_into(
@@ -153,6 +167,7 @@ def _import_into(
     replaced: list[Problem],
     progress: Progress,
     keep_version: bool = True,
+    old: BenchmarkVersion | None = None,
 ) -> ImportResult:
     pointers: dict[str, str] | None = {} if validate else None
     templates: list[tuple[str, str]] | None = [] if validate else None
@@ -210,7 +225,7 @@ def _import_into(
     mapped.warnings = replaced + mapped.warnings
     # The files the sink loaded, kept with the graph if it is published (store._files).
     files: list[Path] = list(getattr(gen.sink, "paths", ()))
-    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated, keep_version, files)
+    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated, keep_version, files, old)
 
 
 # Templates checked between two progress reports (checking one takes well under a millisecond
@@ -264,6 +279,7 @@ def _publish(
     validated: list[tuple[str, str]] | None = None,
     keep_version: bool = True,
     files: list[Path] | None = None,
+    old: BenchmarkVersion | None = None,
 ) -> ImportResult:
     bench = mapped.iri
     digest = mapped.content_hash()
@@ -292,7 +308,7 @@ def _publish(
         retire = False
     else:
         before, facts, retire = version_facts(
-            store, bench, old_graph, keep=keep_version, label=mapped.version, source=mapped.source
+            store, bench, old_graph, keep=keep_version, label=mapped.version, source=mapped.source, old=old
         )
     hashes += facts
     if files:

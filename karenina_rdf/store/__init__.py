@@ -22,6 +22,7 @@ from ._versions import (
     drop_version,
     export_version,
     find_version,
+    live_version,
     restore_versions,
     save_version,
     versions,
@@ -61,4 +62,5 @@ __all__ = [
     "versions",
     "is_url",
     "keep_files",
+    "live_version",
 ]

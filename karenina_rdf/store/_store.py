@@ -80,6 +80,9 @@ _DELETE_BYTES = 1 << 22  # of N-Triples lines per DELETE DATA, when dropping by 
 _REBUILD_RATIO = 1.25
 _DUMPED = 1.6
 _REBUILD = ".rebuild"  # in the store folder: what stays, while the store is rebuilt without a graph
+# In the store folder: the live generation a re-import took out of the store before loading its
+# replacement (GraphStore.evict), loaded back from its files if the re-import does not publish.
+_EVICTED = "evicted.json"
 # A rebase on a server is one request rewriting every quad; its time limit, per quad (about 7
 # times what an Oxigraph server took on a loaded machine).
 _REBASE_SECONDS_PER_QUAD = 0.005
@@ -192,6 +195,8 @@ class GraphStore:
                 )
             raise StoreError(f"cannot open store at {self.path}: {exc}{hint}") from None
         self.catalog = Catalog(self._ox)
+        if remote is None and self.path is not None:
+            self.restore_evicted()  # a re-import that crashed after taking its old generation out
         self.base_iri = self._settle_base_iri(requested)
         self.fulltext = TextSync(self)
         if remote is None:
@@ -338,6 +343,8 @@ class GraphStore:
         if self.remote is not None:
             self.remote.drop_graph(graph)  # one DROP on a server; pyoxigraph's removal is slow
             return
+        if not self._ox.contains_named_graph(graph):
+            return  # evicted before its replacement was loaded (evict), or dropped already
         if size is not None and self.drop_by_rebuilding and self.path is not None and self._rest_is_small(graph, size):
             self._rebuild_without(graph, progress or QUIET)
             return
@@ -383,6 +390,59 @@ class GraphStore:
         self.drop_graph(graph, size=size, progress=progress)
         self.catalog.mark_pending(graph, False)
         _files.forget_unowned(self, graph)  # a kept version's files stay: they are the version
+
+    # -- a re-import's old generation, taken out first ---------------------------------------
+    def evict(self, graph: ox.NamedNode, size: int | None) -> bool:
+        """Take the live generation ``graph`` out of the store before a re-import loads its
+        replacement, when the rest of the store is small enough to rebuild without it and the
+        graph has its import's files (store._files): the replacement is then loaded into a store
+        that no longer holds it, instead of being reloaded by the rebuild that drops it after
+        the publish (docs/performance.md § Delete and replace, second pass). The catalog still
+        names it; :meth:`restore_evicted` loads it back from its files unless the re-import
+        published a new generation, and so does the next open after a crash. Queries in this
+        process meanwhile see the benchmark absent, as during any rebuild (the endpoint, which
+        serves while it writes, sets :attr:`drop_by_rebuilding` to False)."""
+        if size is None or not self.drop_by_rebuilding or self.path is None or self.remote is not None:
+            return False
+        if _files.files(self, graph) is None or not self._rest_is_small(graph, size):
+            return False
+        # Before the rebuild's commit: a crash on either side of it leaves the marker, and the
+        # next open loads the graph back if the rebuild had taken it out.
+        self._mark_evicted(graph, restoring=False)
+        self._rebuild_without(graph, QUIET)
+        return True
+
+    def _mark_evicted(self, graph: ox.NamedNode, *, restoring: bool) -> None:
+        assert self.path is not None
+        tmp = self.path / (_EVICTED + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump({"graph": graph.value, "restoring": restoring}, fh)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path / _EVICTED)
+
+    def restore_evicted(self) -> None:
+        """Load back the generation :meth:`evict` took out if the catalog still names it live
+        (the re-import failed, was refused, found nothing new, or crashed); forget the marker."""
+        if self.path is None:
+            return
+        marker = self.path / _EVICTED
+        if not marker.is_file():
+            return
+        told = json.loads(marker.read_text(encoding="utf-8"))
+        graph = ox.NamedNode(told["graph"])
+        if graph in self.catalog.benchmarks().values():
+            cut_short = bool(told["restoring"])  # a crash while loading it back
+            if cut_short or not self._ox.contains_named_graph(graph):
+                parts = _files.files(self, graph)
+                if parts is None:
+                    raise StoreError(f"cannot load {graph} back into the store at {self.path}: its files are gone")
+                self._mark_evicted(graph, restoring=True)
+                if cut_short:
+                    self._ox.remove_graph(graph)
+                _files.load(self._ox, graph, parts)
+                self._ox.flush()
+        marker.unlink()
 
     # -- dropping by rebuilding --------------------------------------------------------------
     def _rest_is_small(self, graph: ox.NamedNode, size: int) -> bool:

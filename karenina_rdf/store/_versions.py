@@ -381,7 +381,14 @@ def _new_live(bench: str, number: int, label: str | None, source: str | None, re
 
 
 def replace_facts(
-    store: GraphStore, bench: str, old_graph: ox.NamedNode, *, keep: bool, label: str | None, source: str | None
+    store: GraphStore,
+    bench: str,
+    old_graph: ox.NamedNode,
+    *,
+    keep: bool,
+    label: str | None,
+    source: str | None,
+    old: BenchmarkVersion | None = None,
 ) -> tuple[str, list[tuple[str, str]], bool]:
     """What a re-import of ``bench`` publishes beside its new generation: an update to run in
     the same request (the version nodes), the new live facts (its number, the version it
@@ -390,8 +397,10 @@ def replace_facts(
 
     With ``keep``, the old generation is first copied into the version archive (an embedded
     store) or left where it is (a server), and its node records it; without, its node goes, it
-    is retired as before, and the new version revises the latest version still kept, if any."""
-    old = _live_version(store, bench, old_graph)
+    is retired as before, and the new version revises the latest version still kept, if any.
+    ``old``: the live version as :func:`live_version` read it before the import (which may have
+    taken its graph out of the store: ``GraphStore.evict``)."""
+    old = old or _live_version(store, bench, old_graph)
     if keep:
         if store.remote is None:
             _copy_to_archive(store, old_graph)
@@ -403,6 +412,11 @@ def replace_facts(
     new = _new_live(bench, old.number + 1, label, source, revises)
     # On a server a kept graph is the version's graph now: it stays.
     return update + " ;\n" + _write_node(new, kept=False), _live_facts(new), not (keep and store.remote is not None)
+
+
+def live_version(store: GraphStore, bench: str, graph: ox.NamedNode) -> BenchmarkVersion:
+    """The live generation as a version, as a re-import records it when it keeps it."""
+    return _live_version(store, bench, graph)
 
 
 def _live_version(store: GraphStore, bench: str, graph: ox.NamedNode) -> BenchmarkVersion:
