@@ -46,6 +46,7 @@ from karenina_rdf.store import (
     first_version_facts,
     keep_files,
     live_version,
+    store_files,
     version_facts,
 )
 from karenina_rdf.validation import (
@@ -302,6 +303,8 @@ def _publish(
     if file_hash is not None:
         hashes.append((FILE_HASH, json.dumps(file_hash)))
     old_size = store.catalog.value(bench, TRIPLE_COUNT) if old_graph is not None else None
+    # The old generation's files, found while the catalog still says they are its content.
+    old_parts = store_files(store, old_graph) if old_graph is not None else None
     # Versions (store._versions): the replaced generation is kept as a version unless asked not to.
     if old_graph is None:
         before, facts = first_version_facts(bench, mapped.version, mapped.source)
@@ -321,7 +324,7 @@ def _publish(
     )
     if old_graph is not None and retire:
         # Unpublished now; marked until it is gone.
-        store.retire(old_graph, size=int(old_size) if old_size is not None else None)
+        store.retire(old_graph, size=int(old_size) if old_size is not None else None, parts=old_parts)
     return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
 
 

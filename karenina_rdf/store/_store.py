@@ -335,11 +335,19 @@ class GraphStore:
                 return True
         return False
 
-    def drop_graph(self, graph: ox.NamedNode, *, size: int | None = None, progress: Progress | None = None) -> None:
+    def drop_graph(
+        self,
+        graph: ox.NamedNode,
+        *,
+        size: int | None = None,
+        progress: Progress | None = None,
+        parts: list[Path] | None = None,
+    ) -> None:
         """Remove a graph's triples (callers unlink it from the catalog first). ``size``: its
         number of triples, if known; a big graph in a store on disk holding little else is
         dropped by rebuilding the store without it. ``progress``: triples removed, or the graphs
-        kept and reloaded by a rebuild."""
+        kept and reloaded by a rebuild. ``parts``: the graph's files (store._files), found
+        while the catalog still named it."""
         if self.remote is not None:
             self.remote.drop_graph(graph)  # one DROP on a server; pyoxigraph's removal is slow
             return
@@ -351,7 +359,6 @@ class GraphStore:
         # Removing quads is slow in pyoxigraph; batches keep each transaction small
         # (docs/performance.md).
         removing = (progress or QUIET).start("removing", size, "triples")
-        parts = _files.files(self, graph)
         if parts is not None:
             # The import's own lines: no reading each quad back out of RocksDB to name it.
             for part in parts:
@@ -380,14 +387,19 @@ class GraphStore:
         unpublish: str | None = None,
         size: int | None = None,
         progress: Progress | None = None,
+        parts: list[Path] | None = None,
     ) -> None:
         """Drop a generation graph no longer (or never) published, marked pending while it is
         dropped (slowly, in batches) so no query sees it; ``unpublish`` first forgets the
-        benchmark or run that the catalog says lives there. ``size``: as for :meth:`drop_graph`."""
+        benchmark or run that the catalog says lives there. ``size`` and ``parts``: as for
+        :meth:`drop_graph` (``parts`` found here, unless ``unpublish`` is None: the caller
+        unpublished it already, and found them before)."""
+        if parts is None and unpublish is not None:
+            parts = _files.files(self, graph)  # while the catalog says they are its content
         self.catalog.mark_pending(graph, True)
         if unpublish is not None:
             self.catalog.unpublish(unpublish)
-        self.drop_graph(graph, size=size, progress=progress)
+        self.drop_graph(graph, size=size, progress=progress, parts=parts)
         self.catalog.mark_pending(graph, False)
         _files.forget_unowned(self, graph)  # a kept version's files stay: they are the version
 
@@ -416,7 +428,7 @@ class GraphStore:
         assert self.path is not None
         tmp = self.path / (_EVICTED + ".tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"graph": graph.value, "restoring": restoring}, fh)
+            fh.write(json.dumps({"graph": graph.value, "restoring": restoring}))
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path / _EVICTED)
