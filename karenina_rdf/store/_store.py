@@ -74,11 +74,11 @@ _DELETE_BYTES = 1 << 22  # of N-Triples lines per DELETE DATA, when dropping by 
 # a quad (measured, docs/performance.md § Deleting). So a graph is dropped by rebuilding the store
 # without it when what stays is at most this many times its size: a benchmark beside the small
 # shared graphs, or beside one other benchmark its size, or replaced by one its size. A graph that
-# stays and has its import's files (store._files) is reloaded from them without the dump, which
-# was _DUMPED of its reloading cost (docs/performance.md § Delete and replace, second pass): it
-# counts for 1 / _DUMPED of its size.
+# stays and has its import's files (store._files) is reloaded from them without the dump: at 20k
+# questions the dump took as much CPU as the bulk load (7.4 s and 7.9 s, docs/performance.md
+# § Delete and replace, second pass), so such a graph counts for 1 / _DUMPED of its size.
 _REBUILD_RATIO = 1.25
-_DUMPED = 1.6
+_DUMPED = 2
 _REBUILD = ".rebuild"  # in the store folder: what stays, while the store is rebuilt without a graph
 # In the store folder: the live generation a re-import took out of the store before loading its
 # replacement (GraphStore.evict), loaded back from its files if the re-import does not publish.

@@ -235,26 +235,19 @@ def materialise(store: GraphStore, graph: ox.NamedNode) -> bool:
     """Make sure the archive holds a kept version's graph: a version kept as its import's files
     (:func:`_copy_to_archive`) is loaded from them the first time it is read, and its files go.
     False if neither holds it."""
-    found = archive(store)
-    if found is not None and found.contains_named_graph(graph):
-        return True
+    # Under the lock, every time: while a version's files are there, what the archive holds of
+    # its graph may be a load another thread is making, or one a crash cut short.
     with _LOADING:
-        found = archive(store)
-        if found is not None and found.contains_named_graph(graph):
-            return True
         parts = _files.files(store, graph)
         if parts is None:
-            return False
+            found = archive(store)
+            return found is not None and found.contains_named_graph(graph)
         target = archive(store, create=True)
         assert target is not None
-        # A crash mid-load leaves a graph the catalog names and the files too; the next reader
-        # finds the graph there: loaded again from the files, which are still there, into a
-        # graph cleared first.
-        target.remove_graph(graph)
+        target.remove_graph(graph)  # what a load cut short by a crash left (nothing, usually)
         _files.load(target, graph, parts)
         target.flush()
-        # The archive holds it now (one source): a crash before this line leaves the files,
-        # which the next open keeps (the catalog still names the graph) and nothing reads.
+        # The archive holds it now (one source); the files go only after the load is complete.
         _files.forget(store, graph)
     return True
 

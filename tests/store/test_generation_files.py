@@ -149,6 +149,31 @@ def test_a_replaced_generation_is_its_files_until_read(tmp_path: Path) -> None:
         assert not archive.contains_named_graph(graph)
 
 
+def test_a_version_whose_loading_died_is_loaded_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with Store(tmp_path / "s") as s:
+        bench = s.import_checkpoint(PHARMA).iri
+        first, graph = _saved(s, bench), s.graph_of(bench)[1]
+        s.import_checkpoint(_changed(tmp_path))
+    s = Store(tmp_path / "s")
+    real = _files.load
+
+    def half(target: ox.Store, g: ox.NamedNode, parts: Any) -> None:
+        real(target, g, parts)
+        target.remove(next(iter(target.quads_for_pattern(None, None, None, g))))  # one quad short
+        raise Crash
+
+    with monkeypatch.context() as m:
+        m.setattr(_files, "load", half)
+        with pytest.raises(Crash):
+            _saved(s, bench, 1)
+    del s  # the process dies
+    gc.collect()
+    with Store(tmp_path / "s") as s:
+        assert _files.files(s, graph) is not None  # still there: the load never finished
+        assert _saved(s, bench, 1) == first
+        assert _files.files(s, graph) is None
+
+
 def test_an_edited_generation_is_kept_as_it_is_in_the_store(tmp_path: Path) -> None:
     """Files say what an import loaded; after an edit in place the version is the graph."""
     with Store(tmp_path / "s") as s:
