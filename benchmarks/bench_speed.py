@@ -110,6 +110,28 @@ def shared(tree: Path, checkpoint: Path, work: Path) -> dict[str, float]:
     return out
 
 
+OTHERS = 3  # benchmarks beside A in the "several" scenario
+
+
+def several(tree: Path, checkpoint: Path, work: Path) -> dict[str, float]:
+    """Replacing and deleting a benchmark in a store that holds three more of the same size
+    (the rebuilds that drop a graph cheaply beside one other are too dear here)."""
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    env.pop("KARENINA_RDF_STORE", None)
+    store = work / "store"
+    shutil.rmtree(store, ignore_errors=True)
+    cli = [sys.executable, "-c", CLI]
+    changed = work.parent / "changed.jsonld"
+    out: dict[str, float] = {}
+    out["import A"], _ = timed([*cli, "import", str(checkpoint), "--store", str(store)], env)
+    for i in range(1, OTHERS + 1):
+        timed([*cli, "import", str(work.parent / f"other{i}.jsonld"), "--store", str(store)], env)
+    out["replace A (a changed file)"], _ = timed([*cli, "import", str(changed), "--store", str(store)], env)
+    out["delete A (the others stay)"], _ = timed([*cli, "delete", _name(checkpoint), "--store", str(store)], env)
+    shutil.rmtree(store, ignore_errors=True)
+    return out
+
+
 def _name(checkpoint: Path) -> str:
     import json
 
@@ -150,9 +172,12 @@ def main() -> None:
     parser.add_argument("--workdir", type=Path, default=None)
     parser.add_argument(
         "--scenario",
-        choices=("single", "shared"),
+        choices=("single", "shared", "several"),
         default="single",
-        help="single: one benchmark, every step; shared: replace and delete beside a second benchmark",
+        help=(
+            "single: one benchmark, every step; shared: replace and delete beside a second benchmark; "
+            f"several: beside {OTHERS} more"
+        ),
     )
     args = parser.parse_args()
     kpython = karenina_python()
@@ -169,6 +194,9 @@ def main() -> None:
             subprocess.run([*generate, str(checkpoint)], check=True)
             if args.scenario == "shared":
                 subprocess.run([*generate, str(work / "other.jsonld"), "--seed", "1"], check=True)
+            if args.scenario == "several":
+                for i in range(1, OTHERS + 1):
+                    subprocess.run([*generate, str(work / f"other{i}.jsonld"), "--seed", str(i)], check=True)
             text = checkpoint.read_text(encoding="utf-8")
             changed = text.replace('"description": "', '"description": "Changed. ', 1)  # a new content hash
             (work / "changed.jsonld").write_text(changed, encoding="utf-8")
@@ -177,7 +205,7 @@ def main() -> None:
             for r in range(args.rounds):
                 order = list(trees) if r % 2 == 0 else list(reversed(trees))
                 for name in order:
-                    steps = ours if args.scenario == "single" else shared
+                    steps = {"single": ours, "shared": shared, "several": several}[args.scenario]
                     for step, took in steps(trees[name], checkpoint, work / ("run-" + name.replace(" ", "-"))).items():
                         times[name].setdefault(step, []).append(took)
                 if kpython is not None and args.scenario == "single":
@@ -208,10 +236,13 @@ def report(n: int, times: dict[str, dict[str, list[float]]]) -> None:
             ref = {"import": k_load, "export": k_save}.get(step)
             ref_cells = f"{ref:.2f} ({'load' if step == 'import' else 'save'}) | {this / ref:.2f}×" if ref else " | "
             print(f"| {step} | {base:.2f} | {this:.2f} | {this / base:.2f}× | {ref_cells} |")
-        imp = med("this tree", "import")
-        dele = med("this tree", "delete")
-        if imp and dele:
-            print(f"\ndelete ÷ import (this tree): {dele / imp:.2f}×")
+        print()
+        for name in ("baseline", "this tree"):
+            imp = med(name, "import") or med(name, "import A")
+            for step in times["this tree"]:
+                took = med(name, step)
+                if imp and took and step.startswith(("replace", "delete")):
+                    print(f"{step} ÷ import ({name}): {took / imp:.2f}×")
 
     def raw(x: float) -> object:
         return (round(x, 2), round(x.cpu, 2)) if isinstance(x, Took) else round(x, 2)

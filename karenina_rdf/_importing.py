@@ -40,9 +40,13 @@ from karenina_rdf.store import (
     FILE_HASH,
     GRAPH,
     TRIPLE_COUNT,
+    BenchmarkVersion,
     Generation,
     GraphStore,
     first_version_facts,
+    keep_files,
+    live_version,
+    store_files,
     version_facts,
 )
 from karenina_rdf.validation import (
@@ -133,12 +137,24 @@ def import_checkpoint(
     old_graph = store.catalog.benchmarks().get(bench) if bench else None
     if old_graph is not None and file_hash is not None and store.catalog.value(bench, FILE_HASH) == file_hash:
         return _unchanged(store, bench, old_graph, label)
-    # A fresh generation graph, unreferenced until the catalog points at it: the sink loads on
-    # a second thread while the rest is still being mapped.
-    with store.generation(bench or "urn:x") as gen:
-        return _import_into(
-            store, gen, doc, label, old_graph, file_hash, validate, replaced, progress or QUIET, keep_version
-        )
+    old = None
+    evicted = False
+    if old_graph is not None:
+        assert bench is not None
+        old = live_version(store, bench, old_graph)  # read while its graph is in the store
+        # In a store holding little else, the old generation leaves first (from its files, a
+        # rebuild of the little rest) rather than after, when the rebuild would reload the new one.
+        evicted = store.evict(old_graph, old.triples)
+    try:
+        # A fresh generation graph, unreferenced until the catalog points at it: the sink loads
+        # on a second thread while the rest is still being mapped.
+        with store.generation(bench or "urn:x") as gen:
+            return _import_into(
+                store, gen, doc, label, old_graph, file_hash, validate, replaced, progress or QUIET, keep_version, old
+            )
+    finally:
+        if evicted:
+            store.restore_evicted()  # back from its files unless the new generation was published
 
 
 def _import_into(
@@ -152,6 +168,7 @@ def _import_into(
     replaced: list[Problem],
     progress: Progress,
     keep_version: bool = True,
+    old: BenchmarkVersion | None = None,
 ) -> ImportResult:
     pointers: dict[str, str] | None = {} if validate else None
     templates: list[tuple[str, str]] | None = [] if validate else None
@@ -207,7 +224,9 @@ def _import_into(
         validating.advance()
         validating.done()
     mapped.warnings = replaced + mapped.warnings
-    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated, keep_version)
+    # The files the sink loaded, kept with the graph if it is published (store._files).
+    files: list[Path] = list(getattr(gen.sink, "paths", ()))
+    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated, keep_version, files, old)
 
 
 # Templates checked between two progress reports (checking one takes well under a millisecond
@@ -260,6 +279,8 @@ def _publish(
     modes: Readiness | None = None,
     validated: list[tuple[str, str]] | None = None,
     keep_version: bool = True,
+    files: list[Path] | None = None,
+    old: BenchmarkVersion | None = None,
 ) -> ImportResult:
     bench = mapped.iri
     digest = mapped.content_hash()
@@ -282,21 +303,28 @@ def _publish(
     if file_hash is not None:
         hashes.append((FILE_HASH, json.dumps(file_hash)))
     old_size = store.catalog.value(bench, TRIPLE_COUNT) if old_graph is not None else None
+    # The old generation's files, found while the catalog still says they are its content.
+    old_parts = store_files(store, old_graph) if old_graph is not None else None
     # Versions (store._versions): the replaced generation is kept as a version unless asked not to.
     if old_graph is None:
         before, facts = first_version_facts(bench, mapped.version, mapped.source)
         retire = False
     else:
         before, facts, retire = version_facts(
-            store, bench, old_graph, keep=keep_version, label=mapped.version, source=mapped.source
+            store, bench, old_graph, keep=keep_version, label=mapped.version, source=mapped.source, old=old
         )
     hashes += facts
+    if files:
+        # Before the commit, fsynced: a crash after it finds them (a crash before leaves files no
+        # graph owns, which the next open removes). They spare a later rebuild, drop or version
+        # reading this graph back out of RocksDB.
+        keep_files(store, graph, files, digest)
     store.catalog.publish(
         bench, GRAPH, graph, source=mapped.source, triples=mapped.sink.count, extra=hashes, before=before
     )
     if old_graph is not None and retire:
         # Unpublished now; marked until it is gone.
-        store.retire(old_graph, size=int(old_size) if old_size is not None else None)
+        store.retire(old_graph, size=int(old_size) if old_size is not None else None, parts=old_parts)
     return ImportResult(status="replaced" if old_graph else "imported", **result)  # type: ignore[arg-type]
 
 

@@ -3,6 +3,8 @@ that says which generation graph is live (``Catalog``), loading N-Triples throug
 protocol (``_loading``), and a SPARQL 1.1 server as the backend (``_remote``)."""
 
 from ._catalog import CONTENT_HASH, FILE_HASH, GRAPH, IMPORTED_AT, RUN_GRAPH, SOURCE, TRIPLE_COUNT, VALIDATED
+from ._files import files as store_files
+from ._files import keep as keep_files
 from ._loading import Sink
 from ._remote import is_url
 from ._store import (
@@ -21,6 +23,7 @@ from ._versions import (
     drop_version,
     export_version,
     find_version,
+    live_version,
     restore_versions,
     save_version,
     versions,
@@ -59,4 +62,7 @@ __all__ = [
     "version_facts",
     "versions",
     "is_url",
+    "keep_files",
+    "store_files",
+    "live_version",
 ]

@@ -55,7 +55,7 @@ from karenina_rdf.sparql import (
     sparql_functions,
 )
 
-from . import _versions
+from . import _files, _versions
 from ._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT, Catalog
 from ._loading import Sink, open_sink
 from ._rebase import Rewriter, check_new_base, rebase_update, whole_lines
@@ -68,13 +68,21 @@ STORE_TOKEN_ENV = "KARENINA_RDF_STORE_TOKEN"  # Bearer token for a store given a
 DEFAULT_STORE_PATH = ".karenina-rdf"
 SNAPSHOTS = ".snapshots"  # checkpoints of an on-disk store that other processes read (snapshot())
 _DELETE_BATCH = 20_000
+_DELETE_BYTES = 1 << 22  # of N-Triples lines per DELETE DATA, when dropping by a graph's files
 # Dropping a graph quad by quad costs pyoxigraph 20-40 µs a quad, while clearing the whole store
 # takes well under a second; dumping what stays and bulk-loading it back cost about 0.75 of that
 # a quad (measured, docs/performance.md § Deleting). So a graph is dropped by rebuilding the store
 # without it when what stays is at most this many times its size: a benchmark beside the small
-# shared graphs, or beside one other benchmark its size, or replaced by one its size.
+# shared graphs, or beside one other benchmark its size, or replaced by one its size. A graph that
+# stays and has its import's files (store._files) is reloaded from them without the dump: at 20k
+# questions the dump took as much CPU as the bulk load (7.4 s and 7.9 s, docs/performance.md
+# § Delete and replace, second pass), so such a graph counts for 1 / _DUMPED of its size.
 _REBUILD_RATIO = 1.25
+_DUMPED = 2
 _REBUILD = ".rebuild"  # in the store folder: what stays, while the store is rebuilt without a graph
+# In the store folder: the live generation a re-import took out of the store before loading its
+# replacement (GraphStore.evict), loaded back from its files if the re-import does not publish.
+_EVICTED = "evicted.json"
 # A rebase on a server is one request rewriting every quad; its time limit, per quad (about 7
 # times what an Oxigraph server took on a loaded machine).
 _REBASE_SECONDS_PER_QUAD = 0.005
@@ -187,6 +195,8 @@ class GraphStore:
                 )
             raise StoreError(f"cannot open store at {self.path}: {exc}{hint}") from None
         self.catalog = Catalog(self._ox)
+        if remote is None and self.path is not None:
+            self.restore_evicted()  # a re-import that crashed after taking its old generation out
         self.base_iri = self._settle_base_iri(requested)
         self.fulltext = TextSync(self)
         if remote is None:
@@ -194,6 +204,7 @@ class GraphStore:
             # server another client may be importing right now: remove_orphans() is explicit there.
             self.remove_orphans()
             self._remove_leftover_folders()
+            _files.tidy(self)  # after the rebuild is finished: it may reload some of them
 
     def _settle_base_iri(self, requested: str | None) -> str:
         # Every stored IRI was minted under one base; a second base would split identities.
@@ -324,20 +335,40 @@ class GraphStore:
                 return True
         return False
 
-    def drop_graph(self, graph: ox.NamedNode, *, size: int | None = None, progress: Progress | None = None) -> None:
+    def drop_graph(
+        self,
+        graph: ox.NamedNode,
+        *,
+        size: int | None = None,
+        progress: Progress | None = None,
+        parts: list[Path] | None = None,
+    ) -> None:
         """Remove a graph's triples (callers unlink it from the catalog first). ``size``: its
         number of triples, if known; a big graph in a store on disk holding little else is
         dropped by rebuilding the store without it. ``progress``: triples removed, or the graphs
-        kept and reloaded by a rebuild."""
+        kept and reloaded by a rebuild. ``parts``: the graph's files (store._files), found
+        while the catalog still named it."""
         if self.remote is not None:
             self.remote.drop_graph(graph)  # one DROP on a server; pyoxigraph's removal is slow
             return
+        if not self._ox.contains_named_graph(graph):
+            return  # evicted before its replacement was loaded (evict), or dropped already
         if size is not None and self.drop_by_rebuilding and self.path is not None and self._rest_is_small(graph, size):
             self._rebuild_without(graph, progress or QUIET)
             return
         # Removing quads is slow in pyoxigraph; batches keep each transaction small
         # (docs/performance.md).
         removing = (progress or QUIET).start("removing", size, "triples")
+        if parts is not None:
+            # The import's own lines: no reading each quad back out of RocksDB to name it.
+            for part in parts:
+                with open(part, encoding="utf-8") as fh:
+                    while lines := fh.readlines(_DELETE_BYTES):
+                        self._ox.update(f"DELETE DATA {{ GRAPH {graph} {{\n{''.join(lines)}}} }}")
+                        removing.advance(len(lines))
+            self._ox.remove_graph(graph)  # what an edit could have added is not in the files
+            removing.done()
+            return
         quads = self._ox.quads_for_pattern(None, None, None, graph)
         while True:
             batch = [q for _, q in zip(range(_DELETE_BATCH), quads, strict=False)]
@@ -356,22 +387,81 @@ class GraphStore:
         unpublish: str | None = None,
         size: int | None = None,
         progress: Progress | None = None,
+        parts: list[Path] | None = None,
     ) -> None:
         """Drop a generation graph no longer (or never) published, marked pending while it is
         dropped (slowly, in batches) so no query sees it; ``unpublish`` first forgets the
-        benchmark or run that the catalog says lives there. ``size``: as for :meth:`drop_graph`."""
+        benchmark or run that the catalog says lives there. ``size`` and ``parts``: as for
+        :meth:`drop_graph` (``parts`` found here, unless ``unpublish`` is None: the caller
+        unpublished it already, and found them before)."""
+        if parts is None and unpublish is not None:
+            parts = _files.files(self, graph)  # while the catalog says they are its content
         self.catalog.mark_pending(graph, True)
         if unpublish is not None:
             self.catalog.unpublish(unpublish)
-        self.drop_graph(graph, size=size, progress=progress)
+        self.drop_graph(graph, size=size, progress=progress, parts=parts)
         self.catalog.mark_pending(graph, False)
+        _files.forget_unowned(self, graph)  # a kept version's files stay: they are the version
+
+    # -- a re-import's old generation, taken out first ---------------------------------------
+    def evict(self, graph: ox.NamedNode, size: int | None) -> bool:
+        """Take the live generation ``graph`` out of the store before a re-import loads its
+        replacement, when the rest of the store is small enough to rebuild without it and the
+        graph has its import's files (store._files): the replacement is then loaded into a store
+        that no longer holds it, instead of being reloaded by the rebuild that drops it after
+        the publish (docs/performance.md § Delete and replace, second pass). The catalog still
+        names it; :meth:`restore_evicted` loads it back from its files unless the re-import
+        published a new generation, and so does the next open after a crash. Queries in this
+        process meanwhile see the benchmark absent, as during any rebuild (the endpoint, which
+        serves while it writes, sets :attr:`drop_by_rebuilding` to False)."""
+        if size is None or not self.drop_by_rebuilding or self.path is None or self.remote is not None:
+            return False
+        if _files.files(self, graph) is None or not self._rest_is_small(graph, size):
+            return False
+        # Before the rebuild's commit: a crash on either side of it leaves the marker, and the
+        # next open loads the graph back if the rebuild had taken it out.
+        self._mark_evicted(graph, restoring=False)
+        self._rebuild_without(graph, QUIET)
+        return True
+
+    def _mark_evicted(self, graph: ox.NamedNode, *, restoring: bool) -> None:
+        assert self.path is not None
+        tmp = self.path / (_EVICTED + ".tmp")
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps({"graph": graph.value, "restoring": restoring}))
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, self.path / _EVICTED)
+
+    def restore_evicted(self) -> None:
+        """Load back the generation :meth:`evict` took out if the catalog still names it live
+        (the re-import failed, was refused, found nothing new, or crashed); forget the marker."""
+        if self.path is None:
+            return
+        marker = self.path / _EVICTED
+        if not marker.is_file():
+            return
+        told = json.loads(marker.read_text(encoding="utf-8"))
+        graph = ox.NamedNode(told["graph"])
+        if graph in self.catalog.benchmarks().values():
+            cut_short = bool(told["restoring"])  # a crash while loading it back
+            if cut_short or not self._ox.contains_named_graph(graph):
+                parts = _files.files(self, graph)
+                if parts is None:
+                    raise StoreError(f"cannot load {graph} back into the store at {self.path}: its files are gone")
+                self._mark_evicted(graph, restoring=True)
+                if cut_short:
+                    self._ox.remove_graph(graph)
+                _files.load(self._ox, graph, parts)
+                self._ox.flush()
+        marker.unlink()
 
     # -- dropping by rebuilding --------------------------------------------------------------
     def _rest_is_small(self, graph: ox.NamedNode, size: int) -> bool:
         """Whether everything but ``graph`` is at most ``_REBUILD_RATIO`` times ``size`` triples:
         the live benchmarks and runs by their catalog counts, other graphs counted up to the
         limit (a store that holds more, or whose sizes are not known, drops quad by quad)."""
-        budget = _REBUILD_RATIO * size  # triples that may stay
+        budget = _REBUILD_RATIO * size  # triples that may stay (dumped and reloaded)
         counted: set[ox.NamedNode | ox.BlankNode] = {graph}
         for owner, g in [*self.catalog.benchmarks().items(), *self.catalog.runs().items()]:
             if g == graph:
@@ -379,7 +469,7 @@ class GraphStore:
             count = self.catalog.value(owner, TRIPLE_COUNT)
             if count is None:
                 return False
-            budget -= int(count)
+            budget -= int(count) / (_DUMPED if _files.files(self, g) is not None else 1)
             counted.add(g)
         others: list[ox.NamedNode | ox.BlankNode | ox.DefaultGraph] = [ox.DefaultGraph()]
         others += [g for g in self._ox.named_graphs() if g not in counted]
@@ -404,16 +494,21 @@ class GraphStore:
         folder.mkdir()
         keep = [g for g in self._ox.named_graphs() if g != graph]
         keeping = progress.start("keeping", len(keep) + 1, "graphs")
+        reloaded: dict[str, list[str]] = {}  # graph → its import's files, reloaded as they are
         with open(folder / "rest.nq", "wb") as out:
             self._dump_as_quads(ox.DefaultGraph(), out, folder)
             keeping.advance()
             for g in keep:
-                self._dump_as_quads(g, out, folder)
+                parts = _files.files(self, g)
+                if parts is not None:
+                    reloaded[str(g)] = [str(p) for p in parts]
+                else:
+                    self._dump_as_quads(g, out, folder)
                 keeping.advance()
             out.flush()
             os.fsync(out.fileno())
         keeping.done()
-        self._commit_rebuild(folder, keep)
+        self._commit_rebuild(folder, keep, reloaded)
         # One bulk load, which reports nothing until it ends: the one file it reads is the count.
         reloading = progress.start("reloading", 1, "files")
         self._finish_rebuild()
@@ -421,13 +516,17 @@ class GraphStore:
         reloading.done()
 
     @staticmethod
-    def _commit_rebuild(folder: Path, graphs: Iterable[ox.NamedNode | ox.BlankNode]) -> None:
-        """Write the rebuild's manifest (the graphs it recreates, empty ones too): renamed into
-        place, it is the commit point."""
+    def _commit_rebuild(
+        folder: Path, graphs: Iterable[ox.NamedNode | ox.BlankNode], files: Mapping[str, list[str]] | None = None
+    ) -> None:
+        """Write the rebuild's manifest (the graphs it recreates, empty ones too, and the files
+        some are reloaded from): renamed into place, it is the commit point. The files named stay
+        until the rebuild is finished: only a graph's drop or :func:`_files.tidy` removes them,
+        and the graphs named here are neither dropped nor stale."""
         manifest = folder / "manifest.json"
         tmp = folder / "manifest.tmp"
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump({"graphs": [str(g) for g in graphs]}, fh)
+            json.dump({"graphs": [str(g) for g in graphs], "files": dict(files or {})}, fh)
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, manifest)
@@ -455,8 +554,12 @@ class GraphStore:
                 limit = max(self.remote.timeout, _REBASE_SECONDS_PER_QUAD * len(self.remote))
                 self.remote.update(rebase_update(old, new), timeout=limit)
             else:
-                # The kept versions' graphs first, copied beside themselves (see rebase_archive).
+                # The kept versions' graphs first, copied beside themselves (see rebase_archive),
+                # each loaded from its files into the archive first if it has not been read yet.
                 _versions.rebase_archive(self, rewriter.block, rewriter.term)
+                # Every IRI changes: the import's files would say the old ones (and no kept version
+                # is only its files any more).
+                _files.forget_all(self)
                 if self.path is not None:
                     self._rebuild_rebased(rewriter, self.path / _REBUILD)
                 else:
@@ -522,9 +625,12 @@ class GraphStore:
         if not manifest.is_file():
             shutil.rmtree(folder, ignore_errors=True)  # the store was not touched
             return
-        graphs = json.loads(manifest.read_text(encoding="utf-8"))["graphs"]
+        written = json.loads(manifest.read_text(encoding="utf-8"))
+        graphs = written["graphs"]
         self._ox.clear()
         self._ox.bulk_load(path=str(folder / "rest.nq"), format=ox.RdfFormat.N_QUADS)
+        for g, parts in written.get("files", {}).items():
+            _files.load(self._ox, ox.NamedNode(g[1:-1]), (Path(p) for p in parts))
         for g in graphs:
             term = ox.BlankNode(g[2:]) if g.startswith("_:") else ox.NamedNode(g[1:-1])
             self._ox.add_graph(term)

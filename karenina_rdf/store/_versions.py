@@ -48,6 +48,7 @@ from karenina_rdf.rdf import (
     unsegment,
 )
 
+from . import _files
 from ._catalog import CONTENT_HASH, FILE_HASH, IMPORTED_AT, SOURCE, TRIPLE_COUNT
 from ._rebase import whole_lines
 
@@ -65,6 +66,7 @@ VERSION_GRAPH = KAR.versionGraph
 QUESTION_COUNT = KAR.questionCount
 ARCHIVE = "versions"  # the version archive's folder in an on-disk store
 _OPENING = threading.Lock()
+_LOADING = threading.Lock()  # a kept version's files are loaded into the archive once
 # The parts of a question a diff tells apart; everything else of the item is "metadata".
 PARTS = ("text", "answer", "template", "rubric", "metadata")
 _QUESTION_PARTS = {"text": "text", "acceptedAnswer": "answer", "hasPart": "template", "rating": "rubric"}
@@ -188,6 +190,8 @@ def rebase_archive(
     one update moves the kept graphs with the rest."""
     if store.remote is not None:
         return
+    for graph in kept_graphs(store):
+        materialise(store, graph)  # a version kept as its files: into the archive, then rebased
     target = archive(store)
     if target is None:
         return
@@ -227,8 +231,34 @@ def kept_graphs(store: GraphStore) -> list[ox.NamedNode]:
     return [named(q.object) for q in pattern]
 
 
+def materialise(store: GraphStore, graph: ox.NamedNode) -> bool:
+    """Make sure the archive holds a kept version's graph: a version kept as its import's files
+    (:func:`_copy_to_archive`) is loaded from them the first time it is read, and its files go.
+    False if neither holds it."""
+    # Under the lock, every time: while a version's files are there, what the archive holds of
+    # its graph may be a load another thread is making, or one a crash cut short.
+    with _LOADING:
+        parts = _files.files(store, graph)
+        if parts is None:
+            found = archive(store)
+            return found is not None and found.contains_named_graph(graph)
+        target = archive(store, create=True)
+        assert target is not None
+        target.remove_graph(graph)  # what a load cut short by a crash left (nothing, usually)
+        _files.load(target, graph, parts)
+        target.flush()
+        # The archive holds it now (one source); the files go only after the load is complete.
+        _files.forget(store, graph)
+    return True
+
+
 def _copy_to_archive(store: GraphStore, graph: ox.NamedNode) -> None:
-    """Copy a generation graph into the version archive (embedded and memory stores)."""
+    """Keep a generation graph as a version (embedded and memory stores): its import's files,
+    when it has them and is unchanged since, are the version until it is first read (nothing to
+    copy: docs/performance.md § Delete and replace, second pass); else it is copied into the
+    version archive."""
+    if _files.files(store, graph) is not None:
+        return
     target = archive(store, create=True)
     assert target is not None
     if store.path is None:
@@ -344,7 +374,14 @@ def _new_live(bench: str, number: int, label: str | None, source: str | None, re
 
 
 def replace_facts(
-    store: GraphStore, bench: str, old_graph: ox.NamedNode, *, keep: bool, label: str | None, source: str | None
+    store: GraphStore,
+    bench: str,
+    old_graph: ox.NamedNode,
+    *,
+    keep: bool,
+    label: str | None,
+    source: str | None,
+    old: BenchmarkVersion | None = None,
 ) -> tuple[str, list[tuple[str, str]], bool]:
     """What a re-import of ``bench`` publishes beside its new generation: an update to run in
     the same request (the version nodes), the new live facts (its number, the version it
@@ -353,8 +390,10 @@ def replace_facts(
 
     With ``keep``, the old generation is first copied into the version archive (an embedded
     store) or left where it is (a server), and its node records it; without, its node goes, it
-    is retired as before, and the new version revises the latest version still kept, if any."""
-    old = _live_version(store, bench, old_graph)
+    is retired as before, and the new version revises the latest version still kept, if any.
+    ``old``: the live version as :func:`live_version` read it before the import (which may have
+    taken its graph out of the store: ``GraphStore.evict``)."""
+    old = old or _live_version(store, bench, old_graph)
     if keep:
         if store.remote is None:
             _copy_to_archive(store, old_graph)
@@ -366,6 +405,11 @@ def replace_facts(
     new = _new_live(bench, old.number + 1, label, source, revises)
     # On a server a kept graph is the version's graph now: it stays.
     return update + " ;\n" + _write_node(new, kept=False), _live_facts(new), not (keep and store.remote is not None)
+
+
+def live_version(store: GraphStore, bench: str, graph: ox.NamedNode) -> BenchmarkVersion:
+    """The live generation as a version, as a re-import records it when it keeps it."""
+    return _live_version(store, bench, graph)
 
 
 def _live_version(store: GraphStore, bench: str, graph: ox.NamedNode) -> BenchmarkVersion:
@@ -452,9 +496,10 @@ def version_source(store: GraphStore, v: BenchmarkVersion) -> tuple[ox.Store, ox
     graph = ox.NamedNode(v.graph)
     if v.latest or store.remote is not None:
         return store.reader(graph), graph
-    found = archive(store)
-    if found is None or not found.contains_named_graph(graph):
+    if not materialise(store, graph):
         raise StoreError(f"version {v.number} of {v.benchmark}: its graph is missing from the version archive")
+    found = archive(store)
+    assert found is not None
     return found, graph
 
 
@@ -519,6 +564,7 @@ def _forget(store: GraphStore, v: BenchmarkVersion) -> None:
     found = archive(store)
     if found is not None:  # unnamed now: a crash mid-drop leaves an orphan the next open drops
         found.remove_graph(graph)
+    _files.forget(store, graph)  # a version kept as its files (unnamed now too: tidy would)
 
 
 def drop_all(store: GraphStore, bench: str) -> int:
