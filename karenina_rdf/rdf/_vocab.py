@@ -190,8 +190,11 @@ KARENINA_TERMS = _words(
     "Tally answeringModel parsingModel benchmark results verified passed failures",
     # Summaries of a run's results for the named queries (results._summaries): the marker that a
     # run has them, then partial sums per model, stage, failure category, trait and value.
+    # Their own predicates: the checks of results (validation) select by the results' predicates.
     "RunSummaries UsageSummary FailureSummary MetricSummary ScoreSummary priced scores",
-    "valueSum valueMin valueMax isBoolean",
+    "valueSum valueMin valueMax isBoolean summaryModel summaryStage inputTokenSum outputTokenSum totalTokenSum",
+    "costUsdSum summaryCategory summaryGroup summaryTraitName summaryTrait summaryMetric summaryKind",
+    "summaryDirection summaryValue",
     # Models (results._model MODEL_IDENTITY).
     "Model canonicalKey interface tools configId",
     # A result (results._model METADATA, TEMPLATE, RUBRIC, DEEP_JUDGMENT, DEEP_JUDGMENT_RUBRIC, ROOT).

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
-from karenina_rdf.rdf import KAR, SCHEMA, drop_summaries, sparql_prefixes
+from karenina_rdf.rdf import KAR, drop_summaries, sparql_prefixes
 from karenina_rdf.rdf._namespace import Term
 
 from ._map import A
@@ -64,14 +64,14 @@ _SUMMARIES: tuple[tuple[Term, str, dict[str, str]], ...] = (
         GROUP BY ?m ?model ?stage""",
         {
             "m": str(KAR.answeringModel),
-            "model": str(KAR.model),
-            "stage": str(KAR.stage),
+            "model": str(KAR.summaryModel),
+            "stage": str(KAR.summaryStage),
             "n": str(KAR.results),
-            "input": str(KAR.inputTokens),
-            "output": str(KAR.outputTokens),
-            "total": str(KAR.totalTokens),
+            "input": str(KAR.inputTokenSum),
+            "output": str(KAR.outputTokenSum),
+            "total": str(KAR.totalTokenSum),
             "priced": str(KAR.priced),
-            "cost_usd": str(KAR.costUsd),
+            "cost_usd": str(KAR.costUsdSum),
         },
     ),
     (
@@ -86,8 +86,8 @@ _SUMMARIES: tuple[tuple[Term, str, dict[str, str]], ...] = (
         GROUP BY ?m ?c ?g""",
         {
             "m": str(KAR.answeringModel),
-            "c": str(KAR.failureCategory),
-            "g": str(KAR.failureGroup),
+            "c": str(KAR.summaryCategory),
+            "g": str(KAR.summaryGroup),
             "n": str(KAR.results),
         },
     ),
@@ -105,9 +105,9 @@ _SUMMARIES: tuple[tuple[Term, str, dict[str, str]], ...] = (
         GROUP BY ?m ?name ?trait ?metric""",
         {
             "m": str(KAR.answeringModel),
-            "name": str(KAR.traitName),
-            "trait": str(KAR.scoresTrait),
-            "metric": SCHEMA + "name",
+            "name": str(KAR.summaryTraitName),
+            "trait": str(KAR.summaryTrait),
+            "metric": str(KAR.summaryMetric),
             "n": str(KAR.scores),
             "sum": str(KAR.valueSum),
             "min": str(KAR.valueMin),
@@ -130,11 +130,11 @@ _SUMMARIES: tuple[tuple[Term, str, dict[str, str]], ...] = (
         GROUP BY ?m ?name ?k ?trait ?shib ?x""",
         {
             "m": str(KAR.answeringModel),
-            "name": str(KAR.traitName),
-            "k": str(KAR.scoreKind),
-            "trait": str(KAR.scoresTrait),
-            "shib": str(KAR.higherIsBetter),
-            "x": SCHEMA + "value",
+            "name": str(KAR.summaryTraitName),
+            "k": str(KAR.summaryKind),
+            "trait": str(KAR.summaryTrait),
+            "shib": str(KAR.summaryDirection),
+            "x": str(KAR.summaryValue),
             "n": str(KAR.scores),
             "bool": str(KAR.isBoolean),
         },
