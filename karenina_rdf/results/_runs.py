@@ -589,8 +589,9 @@ class _Import:
             add(node, KAR.formatVersion.nt, t.string(version))
 
     def _copy_old(self, chunks: Sink, mapper: ResultMapper, replaced: set[str], facts: dict[str, Facts]) -> int:
-        """The old generation's triples minus the run header, its tallies and the replaced rows;
-        the facts of the rows kept go into ``facts`` for the new tallies."""
+        """The old generation's triples minus the run header, its tallies and summaries (both under
+        ``{run}/tallies/``: computed again over the new generation) and the replaced rows; the
+        facts of the rows kept go into ``facts`` for the new tallies."""
         assert self.old_graph is not None
         run = self.iri
         results = run + "/results/"
