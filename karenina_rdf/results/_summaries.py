@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING
 import pyoxigraph as ox
 
 from karenina_rdf.rdf import KAR, drop_summaries, sparql_prefixes
-from karenina_rdf.rdf._namespace import Term
 
 from ._map import A
 from ._model import PROV
@@ -45,7 +44,7 @@ _PROLOGUE = sparql_prefixes()
 
 # (class, query over one run graph, {variable: predicate}) — a query's GROUP BY variables are
 # the summary's keys (omitted when unbound), its aggregates the values. RUN stands for the run IRI.
-_SUMMARIES: tuple[tuple[Term, str, dict[str, str]], ...] = (
+_SUMMARIES: tuple[tuple[str, str, dict[str, str]], ...] = (
     (
         KAR.UsageSummary,
         """SELECT ?m ?model ?stage (COUNT(?u) AS ?n) (SUM(COALESCE(?in, 0)) AS ?input)
@@ -148,13 +147,13 @@ def summary_lines(oxigraph: ox.Store, run: str, graph: ox.NamedNode) -> Iterator
     yield f"<{prefix}summaries> {A} {KAR.RunSummaries.nt} .\n"
     yield f"<{prefix}summaries> <{PROV}wasGeneratedBy> <{run}> .\n"
     for cls, text, predicates in _SUMMARIES:
-        kind = cls.local
+        kind = cls.rsplit(":", 1)[-1]  # the class's local name: karenina: is a URN
         sparql = _PROLOGUE + text.replace("RUN", f"<{run}>")
         for row in oxigraph.query(sparql, default_graph=graph):  # type: ignore[union-attr]
             values = [(predicates[v], row[v]) for v in predicates if row[v] is not None]
             key = json.dumps([[p, str(o)] for p, o in values])
             node = f"<{prefix}{kind}-{hashlib.sha256(key.encode()).hexdigest()[:16]}>"
-            yield f"{node} {A} {cls.nt} .\n"
+            yield f"{node} {A} <{cls}> .\n"
             yield f"{node} <{PROV}wasGeneratedBy> <{run}> .\n"
             for pred, obj in values:
                 yield f"{node} <{pred}> {obj} .\n"
