@@ -12,7 +12,12 @@ times; every row is read into Python. The table gives the p50 in ms on disk (thr
 :data:`TARGET_ROWS` rows is outside the target and marked so.
 
     python benchmarks/bench_queries_memory.py [--sizes 10000,100000] [--repeat 5] [--results 10000]
-        [--workdir /tmp/i20q] [--only NAME,...] [--skip LABEL,...] [--slow SECONDS]
+        [--workdir /tmp/i20q] [--only NAME,...] [--skip LABEL,...] [--slow SECONDS] [--baseline DIR]
+
+A reused store made before the runs' summaries existed gets them first (``summarise_runs``, timed
+and printed). ``--baseline DIR``: for each query with a file ``DIR/NAME.rq`` (e.g. the raw
+aggregations in tests/sparql/earlier, the texts before the queries read summaries),
+that text is timed too, on disk and in memory, in the same run: before and after side by side.
 """
 
 from __future__ import annotations
@@ -36,7 +41,8 @@ import pyoxigraph as ox  # noqa: E402
 
 from karenina_rdf import Store  # noqa: E402
 from karenina_rdf.rdf._vocab import PREFIXES  # noqa: E402
-from karenina_rdf.sparql._named import find_query, named_queries  # noqa: E402
+from karenina_rdf.results import summarise_runs  # noqa: E402
+from karenina_rdf.sparql._named import NamedQuery, find_query, named_queries, parse_query_file  # noqa: E402
 
 # Parameters of the queries that need some (the others run with their defaults): values found in
 # the generated data or the examples, so each query has rows to return.
@@ -89,14 +95,23 @@ def _rows(results: Any) -> int:
     return rows
 
 
-def _disk(store: Store, name: str, params: dict[str, str]) -> int:
+def _disk(store: Store, name: str, params: dict[str, str], query: NamedQuery | None = None) -> int:
+    if query is not None:  # a baseline text: bound as Store.query binds a named one
+        return _rows(store.query(query.bind(params, search=store.fulltext.scores)))
     return _rows(store.query(name, **params))
 
 
-def _memory(memory: ox.Store, store: Store, name: str, params: dict[str, str], dataset: dict[str, Any]) -> int:
+def _memory(
+    memory: ox.Store,
+    store: Store,
+    name: str,
+    params: dict[str, str],
+    dataset: dict[str, Any],
+    query: NamedQuery | None = None,
+) -> int:
     """The same text in memory, bound in the timed part as Store.query binds it (a search
     parameter asks the store's full-text index, on both sides)."""
-    text = find_query(name).bind(params, search=store.fulltext.scores)
+    text = (query or find_query(name)).bind(params, search=store.fulltext.scores)
     return _rows(memory.query(text, prefixes=dict(PREFIXES), **dataset))
 
 
@@ -131,21 +146,42 @@ def cases(store: Store, only: set[str] | None, skip: set[str]) -> list[tuple[str
 
 
 def bench_size(
-    n: int, workdir: Path, repeat: int, results: int, only: set[str] | None, slow_s: float, skip: set[str]
+    n: int,
+    workdir: Path,
+    repeat: int,
+    results: int,
+    only: set[str] | None,
+    slow_s: float,
+    skip: set[str],
+    baseline: Path | None = None,
 ) -> list[str]:
     folder, load = build(n, workdir, results)
     store = Store(folder)
+    start = time.perf_counter()
+    summarised = summarise_runs(store)
+    summarise_s = time.perf_counter() - start
     start = time.perf_counter()
     memory = memory_copy(store)
     copy_s = time.perf_counter() - start
     quads = len(memory)
     load_avg = [Path("/proc/loadavg").read_text().split()[:3]]
     rows_table = []
+    before: dict[str, tuple[float, float]] = {}
     for name, label, params in cases(store, only, skip):
         dataset = store.dataset()
+        old = baseline / f"{name}.rq" if baseline is not None else None
+        if old is not None and old.exists():
+            raw = parse_query_file(old)
+            b_disk, b_rows = _p50(partial(_disk, store, name, params, raw), repeat, slow_s)
+            b_mem, b_mem_rows = _p50(partial(_memory, memory, store, name, params, dataset, raw), repeat, slow_s)
+            assert b_rows == b_mem_rows, (label, b_rows, b_mem_rows)
+            before[label] = (b_disk, b_mem)
+            print(f"  {n:,} {label} (baseline): disk {b_disk:.1f} ms, memory {b_mem:.1f} ms", file=sys.stderr)
         disk_ms, rows = _p50(partial(_disk, store, name, params), repeat, slow_s)
         mem_ms, mem_rows = _p50(partial(_memory, memory, store, name, params, dataset), repeat, slow_s)
         assert rows == mem_rows, (label, rows, mem_rows)
+        if label in before:
+            assert rows == b_rows, (label, rows, b_rows)
         rows_table.append((label, rows, disk_ms, mem_ms))
         note = f"  {n:,} {label}: {rows} rows, disk {disk_ms:.1f} ms, memory {mem_ms:.1f} ms"
         print(note, file=sys.stderr, flush=True)
@@ -155,16 +191,19 @@ def bench_size(
         f"### N = {n:,} questions (+ the 3 examples, {results:,} generated results; {quads:,} quads)",
         "",
         ("Store reused" if load is None else f"Import without validation: {load:.1f} s")
+        + f"; runs summarised first: {len(summarised)} in {summarise_s:.1f} s"
         + f"; in-memory copy loaded in {copy_s:.1f} s. Load average before / after: "
         + " / ".join(" ".join(x) for x in load_avg),
         "",
-        "| query | rows | on disk p50 ms | in memory p50 ms | ratio | ≤ 3× |",
-        "|---|---:|---:|---:|---:|---|",
+        "| query | rows | before: disk / memory p50 ms (ratio) | on disk p50 ms | in memory p50 ms | ratio | ≤ 3× |",
+        "|---|---:|---|---:|---:|---:|---|",
     ]
     for label, rows, disk_ms, mem_ms in rows_table:
         ratio = disk_ms / mem_ms if mem_ms > 0 else float("inf")
         verdict = "(over 10k rows)" if rows > TARGET_ROWS else ("yes" if ratio <= 3 else "**no**")
-        lines.append(f"| {label} | {rows:,} | {disk_ms:,.1f} | {mem_ms:,.1f} | {ratio:.1f}× | {verdict} |")
+        b = before.get(label)
+        was = f"{b[0]:,.1f} / {b[1]:,.1f} ({b[0] / b[1]:.1f}×)" if b and b[1] > 0 else ""
+        lines.append(f"| {label} | {rows:,} | {was} | {disk_ms:,.1f} | {mem_ms:,.1f} | {ratio:.1f}× | {verdict} |")
     return [*lines, ""]
 
 
@@ -177,13 +216,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--slow", type=float, default=2.0, help="one timed run after a warm-up this slow (s)")
     parser.add_argument("--only", default="", help="comma-separated query names (default: all)")
     parser.add_argument("--skip", default="", help="comma-separated case labels to leave out (e.g. over 10k rows)")
+    parser.add_argument("--baseline", type=Path, default=None, help="folder of earlier texts NAME.rq timed alongside")
     args = parser.parse_args(argv)
     args.workdir.mkdir(parents=True, exist_ok=True)
     only = {s for s in args.only.split(",") if s} or None
     skip = {s for s in args.skip.split(",") if s}
     print(f"Python {sys.version.split()[0]}, pyoxigraph {ox.__version__}\n")
     for n in (int(s) for s in args.sizes.split(",") if s.strip()):
-        print("\n".join(bench_size(n, args.workdir, args.repeat, args.results, only, args.slow, skip)), flush=True)
+        lines = bench_size(n, args.workdir, args.repeat, args.results, only, args.slow, skip, args.baseline)
+        print("\n".join(lines), flush=True)
     return 0
 
 

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 import pyoxigraph as ox
 
 from karenina_rdf._store import Store
-from karenina_rdf.rdf import CATALOG_GRAPH, KAR, MODELS_GRAPH, SCHEMA, solutions, term_value
+from karenina_rdf.rdf import CATALOG_GRAPH, KAR, MODELS_GRAPH, SCHEMA, SUMMARY_CLASSES, solutions, term_value
 from karenina_rdf.sparql import GRAPHS, MEDIA_TYPES, RESULTS, SUFFIXES
 from karenina_rdf.store import TRIPLE_COUNT
 
@@ -238,8 +238,10 @@ class Site:
         under = ox.Literal(where.iri + "/")
         reached = f"{node} (<{_ANY}>|!<{_ANY}>)* ?s FILTER(?s = {node} || STRSTARTS(STR(?s), {under}))"
         if where.is_owner:
-            # A run's tallies link to it, not it to them; they are few, found by their type.
-            reached = f"{{ {reached} }} UNION {{ ?s a {KAR.Tally.nt} }}"
+            # A run's tallies and summaries link to it, not it to them; they are few (a handful
+            # per model, stage, trait and value), found by their type.
+            types = " ".join(c.nt for c in (KAR.Tally, *SUMMARY_CLASSES))
+            reached = f"{{ {reached} }} UNION {{ VALUES ?tallied {{ {types} }} ?s a ?tallied }}"
         return f"CONSTRUCT {{ ?s ?p ?o }} WHERE {{ {reached} ?s ?p ?o }}", {"default_graph": graphs}
 
     def types(self, where: Located) -> set[str]:

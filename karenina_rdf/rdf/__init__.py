@@ -49,11 +49,13 @@ from ._vocab import (
     QUESTION_SETTINGS,
     RDF,
     SCHEMA,
+    SUMMARY_CLASSES,
     TRAIT_SETTINGS,
     TRAIT_TYPES,
     VOCABULARY_GRAPH,
     XSD,
     camel,
+    drop_summaries,
     sparql_prefixes,
 )
 
@@ -99,6 +101,8 @@ __all__ = [
     "segment",
     "solutions",
     "sparql_prefixes",
+    "SUMMARY_CLASSES",
+    "drop_summaries",
     "string",
     "template_id",
     "term_value",

@@ -188,6 +188,13 @@ KARENINA_TERMS = _words(
     "totalQuestions successfulCount failedCount startTime endTime totalDuration isComplete",
     # Tallies: counts per (answering model, judge, benchmark) of a run.
     "Tally answeringModel parsingModel benchmark results verified passed failures",
+    # Summaries of a run's results for the named queries (results._summaries): the marker that a
+    # run has them, then partial sums per model, stage, failure category, trait and value.
+    # Their own predicates: the checks of results (validation) select by the results' predicates.
+    "RunSummaries UsageSummary FailureSummary MetricSummary ScoreSummary priced scores",
+    "valueSum valueMin valueMax isBoolean summaryModel summaryStage inputTokenSum outputTokenSum totalTokenSum",
+    "costUsdSum summaryCategory summaryGroup summaryTraitName summaryTrait summaryMetric summaryKind",
+    "summaryDirection summaryValue",
     # Models (results._model MODEL_IDENTITY).
     "Model canonicalKey interface tools configId",
     # A result (results._model METADATA, TEMPLATE, RUBRIC, DEEP_JUDGMENT, DEEP_JUDGMENT_RUBRIC, ROOT).
@@ -260,3 +267,17 @@ class KareninaNamespace(ClosedNamespace):
 # The one way to spell a karenina: IRI: KAR.position, KAR.position.nt ("<…>", for N-Triples),
 # KAR.position.node (a NamedNode), KAR.term(name) for a name known at run time.
 KAR = KareninaNamespace(KARENINA, KARENINA_TERMS, KARENINA_FAMILIES)
+
+# The classes of a run's summary nodes (results._summaries), the marker first: here, below both
+# the results package that writes them and the store whose raw updates drop them.
+SUMMARY_CLASSES = (KAR.RunSummaries, KAR.UsageSummary, KAR.FailureSummary, KAR.MetricSummary, KAR.ScoreSummary)
+
+
+def drop_summaries(graph: str | None = None) -> str:
+    """The SPARQL update removing the summary nodes from ``graph`` (N-Triples form of its IRI;
+    every graph when None)."""
+    g = graph if graph is not None else "?g"
+    classes = " ".join(c.nt for c in SUMMARY_CLASSES)
+    return (
+        f"DELETE {{ GRAPH {g} {{ ?t ?p ?o }} }} WHERE {{ GRAPH {g} {{ VALUES ?c {{ {classes} }} ?t a ?c ; ?p ?o }} }}"
+    )

@@ -2,7 +2,8 @@
 row at a time (``_read``, ``_legacy``, ``_sqlite``), rows to EARL assertions (``_map``) and back
 (``_export``), runs in the store (``_runs``: import, list, export, delete), Karenina's ``ResultsStore`` files
 (``_store_json``) and runs written
-while they run (``_live``)."""
+while they run (``_live``), and the summaries of its results the named queries read
+(``_summaries``)."""
 
 from ._db_write import KareninaDatabase, export_run_db, sqlite_path
 from ._export import ResultRebuilder
@@ -26,6 +27,7 @@ from ._runs import (
 )
 from ._sqlite import import_results_db
 from ._store_json import import_results_store, is_results_store
+from ._summaries import summarise_runs
 
 __all__ = [
     "EARL",
@@ -58,6 +60,7 @@ __all__ = [
     "result_id",
     "row_key",
     "run_configuration",
+    "summarise_runs",
     "run_reader",
     "run_summary",
     "sqlite_path",

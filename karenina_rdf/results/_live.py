@@ -43,6 +43,7 @@ from ._runs import (
     run_iri,
     run_reader,
 )
+from ._summaries import drop_update, write_summaries
 
 if TYPE_CHECKING:
     from karenina_rdf.store import GraphStore
@@ -297,8 +298,13 @@ class LiveRun:
         self.store.oxigraph.update(
             f"DELETE WHERE {{ GRAPH {g} {{ {run} ?p ?o }} }} ;\n"
             f"DELETE {{ GRAPH {g} {{ ?t ?p ?o }} }} WHERE {{ GRAPH {g} {{ ?t a {KAR.Tally.nt} ; ?p ?o }} }} ;\n"
+            # A run that goes on adds results its summaries would not count: they are dropped
+            # (the named queries then read its results) and written again at its end.
+            f"{drop_update(g)} ;\n"
             f"INSERT DATA {{ GRAPH {g} {{ {self._run_lines()} }} }}"
         )
+        if self.status != "running":
+            write_summaries(self.store.oxigraph, self.iri, g)
 
     def _publish(self, new: bool) -> None:
         self.store.oxigraph.update(_shared_graphs(""))  # the failure taxonomy results point to

@@ -51,6 +51,7 @@ from ._model import (
     _fields,
 )
 from ._read import ExportReader
+from ._summaries import write_summaries
 
 if TYPE_CHECKING:
     from karenina_rdf.store import GraphStore
@@ -535,6 +536,9 @@ class _Import:
                 raise StoreError(f"loading results of {self.label} failed, store unchanged: {exc}") from None
             loading.done()
             self._fix_duplicates(graph, mapper, {r: (seen[r], row) for r, row in last_of.items()}, offset)
+            # From the generation as loaded (duplicates fixed), before it is published: the
+            # summaries appear with the rows they summarise (results._summaries).
+            write_summaries(store.oxigraph, self.iri, graph)
             if self.check is not None:
                 self._validate(graph, "".join(mapper.model_lines))
             self._publish(graph, triples, "".join(mapper.model_lines))
@@ -585,8 +589,9 @@ class _Import:
             add(node, KAR.formatVersion.nt, t.string(version))
 
     def _copy_old(self, chunks: Sink, mapper: ResultMapper, replaced: set[str], facts: dict[str, Facts]) -> int:
-        """The old generation's triples minus the run header, its tallies and the replaced rows;
-        the facts of the rows kept go into ``facts`` for the new tallies."""
+        """The old generation's triples minus the run header, its tallies and summaries (both under
+        ``{run}/tallies/``: computed again over the new generation) and the replaced rows; the
+        facts of the rows kept go into ``facts`` for the new tallies."""
         assert self.old_graph is not None
         run = self.iri
         results = run + "/results/"

@@ -38,6 +38,7 @@ from karenina_rdf.rdf import (
     SCHEMA,
     VOCABULARY_GRAPH,
     count_items,
+    drop_summaries,
     graph_iri,
     node_index,
     ordered_items,
@@ -932,9 +933,15 @@ class GraphStore:
         self.fulltext.invalidate_all()
         for bench in self.catalog.benchmarks():
             self.mark_edited(bench)
+        # The runs' summaries (results._summaries) would not follow what the update changes in
+        # their results: dropped before (a crash during the update leaves none, never stale ones)
+        # and after it (the update may have written some); the named queries then aggregate the
+        # results themselves until results.summarise_runs writes them again.
+        self._ox.update(drop_summaries())
         try:
             self._ox.update(sparql_update, base_iri=base_iri)
         except SyntaxError as exc:
             raise InvalidValueError(f"SPARQL syntax error: {exc}") from None
+        self._ox.update(drop_summaries())
         for bench in self.catalog.benchmarks():
             self.mark_edited(bench)
