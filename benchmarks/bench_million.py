@@ -507,6 +507,37 @@ def report(args: argparse.Namespace, state: State) -> None:
     print(f"\n  over 4 GB resident: {', '.join(over) if over else 'none'}")
 
 
+def markdown(args: argparse.Namespace, state: State) -> None:
+    """The figures as the tables of docs/performance.md § One million questions."""
+    d = state.data
+    first = d.get("import-0") or {}
+    print(
+        "| # | questions stored after | wall s | CPU s | wall ÷ first | max RSS MB | store MB | load before → after |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---|")
+    for i in range(args.benchmarks):
+        f = d.get(f"import-{i}")
+        if not f:
+            continue
+        print(
+            f"| {i + 1} | {(i + 1) * args.size:,} | {f['wall_s']:.1f} | {f['cpu_s']:.1f} | "
+            f"{f['wall_s'] / first['wall_s']:.2f}× | {f['rss_mb']:,.0f} | {f.get('store_mb', 0):,.0f} | "
+            f"{f['load_before']} → {f['load_after']} |"
+        )
+    print()
+    print("| step | command | wall s | CPU s | max RSS MB | load before → after |")
+    print("|---|---|---:|---:|---:|---|")
+    for key, f in d.items():
+        if key.startswith("gen-") or (key.startswith("import-") and key != "import-examples"):
+            continue
+        cmd = f.get("cmd", "").replace(str(Path(sys.executable).with_name("karenina-rdf")), "karenina-rdf")
+        cmd = cmd.replace(sys.executable, "python").replace(str(ROOT) + "/", "")
+        print(
+            f"| {key} | `{cmd}` | {f.get('wall_s', 0):.1f} | {f.get('cpu_s', 0):.1f} | {f.get('rss_mb', 0):,.0f} | "
+            f"{f.get('load_before', '')} → {f.get('load_after', '')} |"
+        )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--benchmarks", type=int, default=10)
@@ -518,6 +549,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--port", type=int, default=18931)
     ap.add_argument("--memory-baseline", action="store_true", help="also time the queries on an in-memory 100k copy")
     ap.add_argument("--build-only", action="store_true", help="stop after the imports")
+    ap.add_argument("--markdown", action="store_true", help="print the recorded figures as markdown tables")
     ap.add_argument("--child", help=argparse.SUPPRESS)
     ap.add_argument("--out", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
@@ -526,6 +558,9 @@ def main(argv: list[str] | None = None) -> int:
     args.workdir.mkdir(parents=True, exist_ok=True)
     (args.workdir / "logs").mkdir(exist_ok=True)
     state = State(args.workdir)
+    if args.markdown:
+        markdown(args, state)
+        return 0
     # The children run this checkout's code, whatever the venv's karenina-rdf points at.
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
     build(args, state)
