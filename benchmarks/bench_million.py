@@ -179,7 +179,7 @@ SEARCHES = [
 ]
 NAMED = [
     ("questions-by-keyword", {"keyword": "genomics"}, "selective keyword"),
-    ("questions-by-keyword", {"keyword": "rare disease"}, "frequent keyword"),
+    # The frequent keyword (~200,000 rows at 1M) is timed as the CLI command only: minutes a run.
     ("pass-rate-by-model", {}, ""),
     ("pass-rate-by-benchmark", {}, ""),
     ("pass-rate-by-judge", {}, ""),
@@ -318,6 +318,8 @@ def _child_step(state: State, key: str, kind: str, args: argparse.Namespace) -> 
 
 
 def at_scale(args: argparse.Namespace, state: State) -> None:
+    """The figures at full size, the cheap and the asked-for first: what returns hundreds of
+    thousands of rows (the frequent keyword, every hit of a common word) and the delete last."""
     wd: Path = args.workdir
     store = str(wd / "store")
     cli = [CLI]
@@ -327,12 +329,6 @@ def at_scale(args: argparse.Namespace, state: State) -> None:
         state,
         "cli-keyword-selective",
         [*cli, "query", "questions-by-keyword", "-p", "keyword=genomics", "--format", "csv", "--store", store],
-        wd,
-    )
-    step(
-        state,
-        "cli-keyword-frequent",
-        [*cli, "query", "questions-by-keyword", "-p", "keyword=rare disease", "--format", "csv", "--store", store],
         wd,
     )
     step(state, "cli-pass-rate-by-model", [*cli, "query", "pass-rate-by-model", "--store", store], wd)
@@ -345,12 +341,6 @@ def at_scale(args: argparse.Namespace, state: State) -> None:
         [*cli, "query", "search", "-p", "phrase=kinase", "--format", "csv", "--store", store],
         wd,
     )
-    step(
-        state,
-        "cli-search-common",
-        [*cli, "query", "search", "-p", "phrase=expression", "--format", "csv", "--store", store],
-        wd,
-    )
     _child_step(state, "named-p50", "named", args)
     step(state, "validate-stored", [*cli, "validate", "--stored", "--quiet", "--store", store], wd)
     last = args.benchmarks - 1
@@ -361,10 +351,22 @@ def at_scale(args: argparse.Namespace, state: State) -> None:
         wd,
     )
     serve(args, state)
+    step(
+        state,
+        "cli-keyword-frequent",
+        [*cli, "query", "questions-by-keyword", "-p", "keyword=rare disease", "--format", "csv", "--store", store],
+        wd,
+    )
     fig = step(state, "delete", [*cli, "delete", _bench_name(args.size, last), "--quiet", "--store", store], wd)
     if "store_mb" not in fig:
         fig["store_mb"] = _du_mb(wd / "store")
         state.put("delete", fig)
+    step(
+        state,
+        "cli-search-common",
+        [*cli, "query", "search", "-p", "phrase=expression", "--format", "csv", "--store", store],
+        wd,
+    )
     if args.memory_baseline:
         _child_step(state, "memory-baseline", "memory", args)
 
