@@ -136,7 +136,15 @@ def build(args: argparse.Namespace, state: State) -> None:
             state.put(f"import-{i}", fig)
         print(f"  {'':<32} store {fig['store_mb']:.0f} MB on disk after benchmark {i + 1}", flush=True)
     # The three examples (and their runs): a keyword only they carry is the selective lookup.
-    step(state, "import-examples", [CLI, "import", "--store", store, "--quiet", str(ROOT / "examples")], wd)
+    examples = ROOT / "examples"
+    step(
+        state,
+        "import-examples",
+        [CLI, "import", "--store", store, "--quiet", *map(str, sorted(examples.glob("*.jsonld")))],
+        wd,
+    )
+    results = [str(p) for p in sorted((examples / "results").glob("*.json"))]
+    step(state, "results-import-examples", [CLI, "results", "import", "--store", store, "--quiet", *results], wd)
     for r in range(min(args.runs, args.benchmarks)):
         out = wd / f"results-{r}.json"
         step(
