@@ -187,7 +187,7 @@ class _Links:
                 q = hit.subject
                 if not isinstance(q, ox.NamedNode) or not any(ox_store.quads_for_pattern(q, _TYPE, _QUESTION, graph)):
                     continue
-                parts = [
+                parts: list[tuple[Any, Any]] = [
                     (part.object, tid.object)
                     for part in ox_store.quads_for_pattern(q, _HAS_PART, None, graph)
                     if isinstance(part.object, (ox.NamedNode, ox.BlankNode))

@@ -611,7 +611,8 @@ class GraphStore:
         live = self.catalog.benchmarks()
         if ref in live:
             return ref
-        by_id, by_name = [], []
+        by_id: list[str] = []
+        by_name: list[str] = []
         # Only the two properties: the benchmark node also links each of its items, so reading
         # all its triples decoded a triple per question (a million on a store of ten 100k
         # benchmarks, for every command naming one; docs/performance.md § One million questions).
