@@ -146,6 +146,14 @@ def taxonomy_triples() -> Iterator[str]:
         yield f"{c} {t.iri(SKOS + 'notation')} {t.string(category)} ."
 
 
+_IDENTIFIER = ox.NamedNode(SCHEMA + "identifier")
+_TYPE = ox.NamedNode("http://www.w3.org/1999/02/22-rdf-syntax-ns#type")
+_QUESTION = ox.NamedNode(SCHEMA + "Question")
+_HAS_PART = ox.NamedNode(SCHEMA + "hasPart")
+_IS_PART_OF = ox.NamedNode(SCHEMA + "isPartOf")
+_TEMPLATE_ID = KAR.templateId.node
+
+
 class _Links:
     """Finds the stored question (and template, and traits) a result's ``question_id`` names."""
 
@@ -156,30 +164,51 @@ class _Links:
             bench = store.resolve(benchmark)
             live = {bench: live[bench]}
         self.graphs = live
+        # Filled question id by question id, from the store's indexes (a few seeks each): reading
+        # every stored question up front cost minutes and a Python object per question on a store
+        # of a million (docs/performance.md § One million questions), for a run naming a few.
         self.by_id: dict[str, list[QuestionLink]] = {}
-        query = f"""SELECT ?b ?q ?id ?tpl ?tid WHERE {{
-            ?q a <{SCHEMA}Question> ; <{SCHEMA}identifier> ?id ; <{SCHEMA}isPartOf> ?b .
-            OPTIONAL {{ ?q <{SCHEMA}hasPart> ?tpl . ?tpl {KAR.templateId.nt} ?tid }} }}"""
-        if live:
-            rows = store.oxigraph.query(query, default_graph=list(live.values()))
-            for row in solutions(rows):
-                tpl = row["tpl"]
-                self.by_id.setdefault(term_value(row["id"]), []).append(
-                    QuestionLink(
-                        benchmark=term_value(row["b"]),
-                        question=term_value(row["q"]),
-                        template=term_value(tpl) if tpl is not None else None,
-                        template_id=term_value(row["tid"]) if row["tid"] is not None else None,
-                    )
-                )
         self.used: set[str] = set()
         self.unmatched: list[str] = []
         self._traits: dict[str, dict[str, tuple[str, bool | None]]] = {}
         self.shared: dict[str, bool | None] = {}
         self.position = ""
 
+    def _find(self, qid: str) -> list[QuestionLink]:
+        """The stored questions with this id in the live graphs: as the join ``?q a
+        schema:Question ; schema:identifier ?id ; schema:isPartOf ?b . OPTIONAL { ?q
+        schema:hasPart ?tpl . ?tpl karenina:templateId ?tid }`` would give them (a row per
+        template part with an id, or one without)."""
+        found = self.by_id.get(qid)
+        if found is not None:
+            return found
+        ox_store, found = self.store.oxigraph, []
+        for graph in self.graphs.values():
+            for hit in ox_store.quads_for_pattern(None, _IDENTIFIER, ox.Literal(qid), graph):
+                q = hit.subject
+                if not isinstance(q, ox.NamedNode) or not any(ox_store.quads_for_pattern(q, _TYPE, _QUESTION, graph)):
+                    continue
+                parts: list[tuple[Any, Any]] = [
+                    (part.object, tid.object)
+                    for part in ox_store.quads_for_pattern(q, _HAS_PART, None, graph)
+                    if isinstance(part.object, (ox.NamedNode, ox.BlankNode))
+                    for tid in ox_store.quads_for_pattern(part.object, _TEMPLATE_ID, None, graph)
+                ]
+                for owner in ox_store.quads_for_pattern(q, _IS_PART_OF, None, graph):
+                    for tpl, tid in parts or [(None, None)]:
+                        found.append(
+                            QuestionLink(
+                                benchmark=term_value(owner.object),
+                                question=q.value,
+                                template=term_value(tpl) if tpl is not None else None,
+                                template_id=term_value(tid) if tid is not None else None,
+                            )
+                        )
+        self.by_id[qid] = found
+        return found
+
     def lookup(self, qid: str) -> QuestionLink | None:
-        links = self.by_id.get(qid)
+        links = self._find(qid)
         if not links:
             if len(self.unmatched) < _MAX_LISTED and qid not in self.unmatched:
                 self.unmatched.append(qid)

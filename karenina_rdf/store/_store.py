@@ -84,6 +84,8 @@ _REBUILD = ".rebuild"  # in the store folder: what stays, while the store is reb
 # In the store folder: the live generation a re-import took out of the store before loading its
 # replacement (GraphStore.evict), loaded back from its files if the re-import does not publish.
 _EVICTED = "evicted.json"
+_IDENTIFIER = ox.NamedNode(SCHEMA + "identifier")
+_NAME = ox.NamedNode(SCHEMA + "name")
 # A rebase on a server is one request rewriting every quad; its time limit, per quad (about 7
 # times what an Oxigraph server took on a loaded machine).
 _REBASE_SECONDS_PER_QUAD = 0.005
@@ -716,15 +718,16 @@ class GraphStore:
         live = self.catalog.benchmarks()
         if ref in live:
             return ref
-        by_id, by_name = [], []
+        by_id: list[str] = []
+        by_name: list[str] = []
+        # Only the two properties: the benchmark node also links each of its items, so reading
+        # all its triples decoded a triple per question (a million on a store of ten 100k
+        # benchmarks, for every command naming one; docs/performance.md § One million questions).
         for bench, graph in live.items():
             b = ox.NamedNode(bench)
-            for q in self._ox.quads_for_pattern(b, None, None, graph):
-                p = q.predicate.value
-                if p == SCHEMA + "identifier" and term_value(q.object) == ref:
-                    by_id.append(bench)
-                elif p == SCHEMA + "name" and term_value(q.object) == ref:
-                    by_name.append(bench)
+            for pred, found in ((_IDENTIFIER, by_id), (_NAME, by_name)):
+                if any(term_value(q.object) == ref for q in self._ox.quads_for_pattern(b, pred, None, graph)):
+                    found.append(bench)
         if by_id:
             return by_id[0]
         if len(by_name) == 1:
