@@ -182,15 +182,7 @@ class Pipeline:
         temperature: float | None = None,
         **kw: Any,
     ) -> ChatResponse:
-        request = ChatRequest(
-            model=spec.model,
-            messages=messages,
-            temperature=spec.temperature if temperature is None else temperature,
-            max_tokens=spec.max_tokens,
-            stage=stage,
-            **kw,
-        )
-        response = spec.provider.complete(request)
+        response = spec.provider.complete(_request(spec, stage, messages, temperature, kw))
         state.add_call(stage, response, self._price(spec.model, response))
         return response
 
@@ -207,15 +199,7 @@ class Pipeline:
         """``_call`` through Karenina's structured-output retries (``complete_structured``):
         ``read(reply)`` of the first usable reply. Only that attempt's usage is recorded, as in
         Karenina; raises StructuredOutputError (a ValueError) when every attempt was unusable."""
-        request = ChatRequest(
-            model=spec.model,
-            messages=messages,
-            temperature=spec.temperature if temperature is None else temperature,
-            max_tokens=spec.max_tokens,
-            stage=stage,
-            **kw,
-        )
-        value, response = complete_structured(spec.provider, request, read)
+        value, response = complete_structured(spec.provider, _request(spec, stage, messages, temperature, kw), read)
         state.add_call(stage, response, self._price(spec.model, response))
         return value
 
@@ -651,3 +635,17 @@ class Pipeline:
             ):
                 result["template"]["verify_result"] = False
                 state.autofail = state.autofail or RUBRIC_AUTOFAIL_STAGE
+
+
+def _request(
+    spec: ModelSpec, stage: str, messages: tuple[Message, ...], temperature: float | None, kw: dict[str, Any]
+) -> ChatRequest:
+    """The request of one judge or answerer call: the model's settings, a stage's own temperature."""
+    return ChatRequest(
+        model=spec.model,
+        messages=messages,
+        temperature=spec.temperature if temperature is None else temperature,
+        max_tokens=spec.max_tokens,
+        stage=stage,
+        **kw,
+    )
