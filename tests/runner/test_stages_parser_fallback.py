@@ -102,27 +102,32 @@ DEEP: list[tuple[str, Any, str]] = [
 # ``parse_to_pydantic_resilient`` classifies it "connection" by the words "event loop" and runs
 # the whole parser again, three more times: an accident of calling the task function directly
 # that a real run does not have.
-KARENINA_LOGGED = KARENINA_RUN.replace(
-    '    content = state["replies"].get(state["kind"], "{}")\n',
-    '    if state["kind"] == "Answer__Relaxed":\n'
-    '        last = body["messages"][-1]["content"]\n'
-    '        last = last if isinstance(last, str) else json.dumps(last)\n'
-    '        state.setdefault("log", []).append("S" if body.get("response_format") else\n'
-    '                                           "I" if "You must respond with valid JSON" in last else "P")\n'
-    '    content = state["replies"].get(state["kind"], "{}")\n',
-).replace(
-    '    out.append(r.model_dump(mode="json"))\n',
-    '    out.append({**r.model_dump(mode="json"), "_calls": "".join(state.pop("log", []))})\n',
-).replace(
-    "out = []\n",
-    "from anyio.from_thread import start_blocking_portal\n"
-    "from karenina.benchmark.verification.async_lifecycle import set_async_portal\n"
-    "_portal = start_blocking_portal(backend='asyncio')\n"
-    "set_async_portal(_portal.__enter__())\n"
-    "out = []\n",
-).replace(
-    "print(json.dumps(out))\n",
-    "set_async_portal(None)\n_portal.__exit__(None, None, None)\nprint(json.dumps(out))\n",
+KARENINA_LOGGED = (
+    KARENINA_RUN.replace(
+        '    content = state["replies"].get(state["kind"], "{}")\n',
+        '    if state["kind"] == "Answer__Relaxed":\n'
+        '        last = body["messages"][-1]["content"]\n'
+        "        last = last if isinstance(last, str) else json.dumps(last)\n"
+        '        state.setdefault("log", []).append("S" if body.get("response_format") else\n'
+        '                                           "I" if "You must respond with valid JSON" in last else "P")\n'
+        '    content = state["replies"].get(state["kind"], "{}")\n',
+    )
+    .replace(
+        '    out.append(r.model_dump(mode="json"))\n',
+        '    out.append({**r.model_dump(mode="json"), "_calls": "".join(state.pop("log", []))})\n',
+    )
+    .replace(
+        "out = []\n",
+        "from anyio.from_thread import start_blocking_portal\n"
+        "from karenina.benchmark.verification.async_lifecycle import set_async_portal\n"
+        "_portal = start_blocking_portal(backend='asyncio')\n"
+        "set_async_portal(_portal.__enter__())\n"
+        "out = []\n",
+    )
+    .replace(
+        "print(json.dumps(out))\n",
+        "set_async_portal(None)\n_portal.__exit__(None, None, None)\nprint(json.dumps(out))\n",
+    )
 )
 assert KARENINA_LOGGED.count('"_calls"') == 1 and KARENINA_LOGGED.count('"log"') == 2
 assert KARENINA_LOGGED.count("set_async_portal(") == 2

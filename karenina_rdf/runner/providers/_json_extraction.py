@@ -96,7 +96,8 @@ def extract_json_from_response(text: str) -> str:
             pass
         else:
             return text
-    for match in _CODE_BLOCK.findall(text):
+    matches: list[str] = _CODE_BLOCK.findall(text)
+    for match in matches:
         extracted = match.strip()
         if extracted.startswith(("{", "[")):
             return extracted  # not decoded here: Karenina returns it as it is

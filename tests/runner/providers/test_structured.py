@@ -132,7 +132,7 @@ def test_claude_tool_makes_one_call_an_attempt() -> None:
     """Karenina's claude_tool adapter: one (native structured) call an attempt, no parser
     fallback; the reply's first JSON object is read, as before."""
     provider, asked = scripted([NO, NO, NO, FENCED], interface="claude_tool")
-    value, response = complete_structured(provider, REQUEST, strict, parser="Answer__Relaxed")
+    value, _ = complete_structured(provider, REQUEST, strict, parser="Answer__Relaxed")
     assert value is True and "".join(kind(r) for r in asked) == "SSSS"
     provider, asked = scripted([NO], interface="claude_tool")
     with pytest.raises(StructuredOutputError):
@@ -189,6 +189,17 @@ def test_the_template_parser_falls_back_as_karenina(
     with pytest.raises(StructuredOutputError):
         complete_structured(provider, REQUEST, strict)
     assert len(asked) == 8
+
+
+@pytest.mark.parametrize("retryable", [True, False])
+def test_a_provider_error_in_a_feedback_retry(retryable: bool) -> None:
+    """Karenina's feedback retries re-raise an error that may pass (after its transient retries)
+    and take any other failure as an unusable retry."""
+    error = ProviderError("refused", category="rate_limit" if retryable else "unexpected_error", retryable=retryable)
+    provider, asked = scripted([NO] * 8 + [FORMAT, error])
+    with pytest.raises(ProviderError if retryable else StructuredOutputError):
+        complete_structured(provider, REQUEST, strict, parser="Answer__Relaxed")
+    assert len(asked) == 10
 
 
 @pytest.mark.parametrize(
