@@ -28,7 +28,11 @@ from karenina_rdf.runner.providers import (
     complete_structured,
     json_object,
 )
+from karenina_rdf.runner.providers._openai import OpenAICompatibleProvider
 from karenina_rdf.runner.providers._structured import format_instructions, null_fields_of
+from tests.runner.providers.test_providers import FakeServer, chat_ok, fake_server
+
+__all__ = ["fake_server"]  # the fixture, shared with test_providers.py
 
 GOOD = json.dumps({"verdict": True})
 REQUEST = ChatRequest(
@@ -227,3 +231,23 @@ def test_a_recording_replays_the_retries_and_the_fallback(tmp_path: Path) -> Non
     value, response = complete_structured(replay, REQUEST, strict, parser="Answer__Relaxed")
     assert value == recorded[0] and response.text == recorded[1].text and response.cached
     assert response.usage == recorded[1].usage
+
+
+@pytest.mark.slow
+def test_the_openai_compatible_server_sees_which_call_is_which(fake_server: FakeServer) -> None:
+    """Over HTTP, as Karenina's openai_endpoint path sends them: the structured call carries
+    ``response_format``, the instructions call and the parser's plain call do not; the plain
+    call sends the first messages as they were."""
+    fenced = chat_ok(FENCED)
+    fake_server.script(fenced)
+    provider = OpenAICompatibleProvider(fake_server.url + "/v1")
+    value, _ = complete_structured(provider, REQUEST, strict)
+    assert value is True
+    assert ["response_format" in s.body for s in fake_server.seen] == [True, False]
+    assert fake_server.seen[1].body["messages"][-1]["content"].endswith(format_instructions(REQUEST.json_schema))
+    fake_server.script(*[chat_ok(NO)] * 8, chat_ok(TRUNCATED))
+    value, response = complete_structured(provider, REQUEST, strict, parser="Answer__Relaxed")
+    assert value is True and response.text == TRUNCATED  # repaired
+    assert ["response_format" in s.body for s in fake_server.seen] == [True, False] * 4 + [False]
+    plain = fake_server.seen[-1].body["messages"]
+    assert plain == [{"role": m.role, "content": m.content} for m in REQUEST.messages]

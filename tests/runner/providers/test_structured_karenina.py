@@ -160,3 +160,72 @@ def test_the_same_calls_and_decisions_as_karenina_s_adapters(
     assert ours(replies, None) == ref["structured"]
     # The template parser: the attempts, then the plain call and its feedback retries.
     assert ours(replies, "Verdict") == ref["parser"]
+
+
+KARENINA_CLAUDE_TOOL = r"""
+import json, threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+seen = []
+
+class Anthropic(BaseHTTPRequestHandler):
+    def log_message(self, *a):
+        pass
+
+    def do_POST(self):
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        seen.append(self.path)
+        out = {"id": "m", "type": "message", "role": "assistant", "model": body["model"],
+               "content": [{"type": "text", "text": '{"verdict": true}'}], "stop_reason": "end_turn",
+               "stop_sequence": None, "usage": {"input_tokens": 5, "output_tokens": 3}}
+        data = json.dumps(out).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Anthropic)
+threading.Thread(target=server.serve_forever, daemon=True).start()
+from pydantic import BaseModel
+from karenina.adapters.factory import get_llm, get_parser
+from karenina.ports import Message
+from karenina.schemas.config import ModelConfig
+
+class Verdict(BaseModel):
+    verdict: bool
+
+cfg = ModelConfig(id="j", model_name="claude-x", interface="claude_tool", anthropic_api_key="k",
+                  anthropic_base_url=f"http://127.0.0.1:{server.server_address[1]}")
+messages = [Message.system("Judge."), Message.user("Is it right?")]
+out = {"temperature": cfg.temperature}
+for way in ("parser", "structured", "text"):
+    seen.clear()
+    try:
+        if way == "parser":
+            get_parser(cfg).parse_to_pydantic(messages, Verdict)
+        elif way == "structured":
+            get_llm(cfg).with_structured_output(Verdict).invoke(messages)
+        else:
+            get_llm(cfg).invoke(messages)
+        out[way] = {"error": None, "requests": len(seen)}
+    except Exception as exc:
+        out[way] = {"error": f"{type(exc).__name__}: {exc}", "requests": len(seen)}
+print(json.dumps(out))
+"""
+
+
+def test_karenina_s_claude_tool_structured_calls_fail_in_its_own_environment() -> None:
+    """Why the claude_tool path here is not compared with a run of Karenina's claude_tool
+    adapter (docs/verification.md): in Karenina's environment (the anthropic SDK it installs),
+    the adapter passes ``temperature`` (a ModelConfig float, always set) to
+    ``beta.messages.parse()`` and ``messages.create()``, which refuse it, so no call reaches the
+    server: every structured attempt fails and ends in ParseError, whatever the judge would say,
+    and a plain call fails too."""
+    out = karenina(KARENINA_CLAUDE_TOOL, timeout=300)
+    assert isinstance(out["temperature"], float)
+    for way, attempts in (("parser", 3), ("structured", 4)):
+        assert out[way]["requests"] == 0, way
+        assert out[way]["error"].startswith(f"ParseError: Structured output failed after {attempts} attempts"), way
+        assert "unexpected keyword argument 'temperature'" in out[way]["error"], way
+    assert out["text"]["requests"] == 0
+    assert "create() got an unexpected keyword argument 'temperature'" in out["text"]["error"]
