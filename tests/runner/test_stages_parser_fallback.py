@@ -102,35 +102,31 @@ DEEP: list[tuple[str, Any, str]] = [
 # ``parse_to_pydantic_resilient`` classifies it "connection" by the words "event loop" and runs
 # the whole parser again, three more times: an accident of calling the task function directly
 # that a real run does not have.
-KARENINA_LOGGED = (
-    KARENINA_RUN.replace(
-        '    content = state["replies"].get(state["kind"], "{}")\n',
-        '    if state["kind"] == "Answer__Relaxed":\n'
-        '        last = body["messages"][-1]["content"]\n'
-        "        last = last if isinstance(last, str) else json.dumps(last)\n"
-        '        state.setdefault("log", []).append("S" if body.get("response_format") else\n'
-        '                                           "I" if "You must respond with valid JSON" in last else "P")\n'
-        '    content = state["replies"].get(state["kind"], "{}")\n',
-    )
-    .replace(
-        '    out.append(r.model_dump(mode="json"))\n',
-        '    out.append({**r.model_dump(mode="json"), "_calls": "".join(state.pop("log", []))})\n',
-    )
-    .replace(
-        "out = []\n",
-        "from anyio.from_thread import start_blocking_portal\n"
-        "from karenina.benchmark.verification.async_lifecycle import set_async_portal\n"
-        "_portal = start_blocking_portal(backend='asyncio')\n"
-        "set_async_portal(_portal.__enter__())\n"
-        "out = []\n",
-    )
-    .replace(
-        "print(json.dumps(out))\n",
-        "set_async_portal(None)\n_portal.__exit__(None, None, None)\nprint(json.dumps(out))\n",
-    )
+KARENINA_UNPORTALED = KARENINA_RUN.replace(
+    '    content = state["replies"].get(state["kind"], "{}")\n',
+    '    if state["kind"] == "Answer__Relaxed":\n'
+    '        last = body["messages"][-1]["content"]\n'
+    "        last = last if isinstance(last, str) else json.dumps(last)\n"
+    '        state.setdefault("log", []).append("S" if body.get("response_format") else\n'
+    '                                           "I" if "You must respond with valid JSON" in last else "P")\n'
+    '    content = state["replies"].get(state["kind"], "{}")\n',
+).replace(
+    '    out.append(r.model_dump(mode="json"))\n',
+    '    out.append({**r.model_dump(mode="json"), "_calls": "".join(state.pop("log", []))})\n',
+)
+KARENINA_LOGGED = KARENINA_UNPORTALED.replace(
+    "out = []\n",
+    "from anyio.from_thread import start_blocking_portal\n"
+    "from karenina.benchmark.verification.async_lifecycle import set_async_portal\n"
+    "_portal = start_blocking_portal(backend='asyncio')\n"
+    "set_async_portal(_portal.__enter__())\n"
+    "out = []\n",
+).replace(
+    "print(json.dumps(out))\n",
+    "set_async_portal(None)\n_portal.__exit__(None, None, None)\nprint(json.dumps(out))\n",
 )
 assert KARENINA_LOGGED.count('"_calls"') == 1 and KARENINA_LOGGED.count('"log"') == 2
-assert KARENINA_LOGGED.count("set_async_portal(") == 2
+assert KARENINA_LOGGED.count("set_async_portal(") == 2 and "set_async_portal" not in KARENINA_UNPORTALED
 
 
 def _shape(r: ChatRequest, first: ChatRequest) -> str:
@@ -237,3 +233,17 @@ def test_a_recorded_fallback_replays_the_same(sandbox: Sandbox, tmp_path: Path) 
     for f in ("parsed_llm_response", "verify_result"):
         assert a["template"][f] == b["template"][f], f
     assert _usage(a) == _usage(b) == {"parsing": (10, 6, 16)}
+
+
+def test_without_a_portal_karenina_parses_again() -> None:
+    """Pinned, the reason the comparisons above run Karenina in a portal (docs/verification.md):
+    its task function called directly, with no BlockingPortal, runs the whole parse four times
+    when every reply is unusable, and a reply that comes after the first round is then taken;
+    in a portal, as its batch executor runs tasks, it is not."""
+    cases = json.dumps([_karenina_case(ANSWER, {}, {"parsing": r}) for r in ([*EIGHT, BAD, PARSED], BAD)])
+    direct, direct_bad = karenina(KARENINA_UNPORTALED, cases, timeout=600)
+    portal, portal_bad = karenina(KARENINA_LOGGED, cases, timeout=600)
+    assert portal["_calls"] == portal_bad["_calls"] == "SISISISIP"
+    assert portal["template"]["parsed_llm_response"] is None
+    assert direct["_calls"] == "SISISISIP" + "S" and direct["template"]["parsed_llm_response"] == json.loads(PARSED)
+    assert direct_bad["_calls"] == "SISISISIP" * 4  # three more rounds: its connection retry budget
