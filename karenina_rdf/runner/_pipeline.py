@@ -194,12 +194,16 @@ class Pipeline:
         messages: tuple[Message, ...],
         read: Any,
         temperature: float | None = None,
+        parser: str | None = None,
         **kw: Any,
     ) -> Any:
         """``_call`` through Karenina's structured-output retries (``complete_structured``):
-        ``read(reply)`` of the first usable reply. Only that attempt's usage is recorded, as in
-        Karenina; raises StructuredOutputError (a ValueError) when every attempt was unusable."""
-        value, response = complete_structured(spec.provider, _request(spec, stage, messages, temperature, kw), read)
+        ``read(reply)`` of the first usable reply. Only that call's usage is recorded, as in
+        Karenina; raises StructuredOutputError (a ValueError) when every attempt was unusable.
+        ``parser``: the schema name when Karenina makes this call through its template parser
+        (its plain fallback call after the attempts)."""
+        request = _request(spec, stage, messages, temperature, kw)
+        value, response = complete_structured(spec.provider, request, read, parser=parser)
         state.add_call(stage, response, self._price(spec.model, response))
         return value
 
@@ -407,9 +411,29 @@ class Pipeline:
         parsed: dict[str, Any] | None = None
         steps: Outcome | None = None
         dj = self.deep_judgment
+        outcome: Any = None
         if not regex_only:
             state.last_stage = "parse_template"
             t0 = time.perf_counter()
+            verifying = 0.0
+
+            def fits(text: str) -> tuple[dict[str, Any], Any]:
+                """The reply's object and its verification. A reply that does not fit the
+                template is unusable (ValueError), as Karenina's parser validates each reply
+                against the answer class before taking it; its verification is then the one
+                VerifyTemplate records, so a good first reply costs one sandbox call, as before."""
+                nonlocal verifying
+                candidate = json_object(text)
+                t1 = time.perf_counter()
+                checked = self.sandbox.verify_template(q.template or "", candidate, response, q.question_id)
+                verifying += time.perf_counter() - t1
+                if not checked.ok and (checked.error or "").startswith(UNFIT):
+                    raise ValueError((checked.error or "")[len("parse:") :].strip())
+                return candidate, checked
+
+            # The schema's name in Karenina's parser error text (its fallback's triggers read it):
+            # the relaxed extraction class for parsing, the raw answer class for deep judgment.
+            name = str(schema.get("title") or "Answer")
             try:
                 text_to_parse = response
                 if dj.mode != "disabled":
@@ -425,14 +449,15 @@ class Pipeline:
                         instructions=self.prompts.for_task("deep_judgment"),
                     )
                     text_to_parse = reasoning_text(q.text, steps.reasoning)
-                parsed = self._structured_call(
+                parsed, outcome = self._structured_call(
                     state,
                     task.judge,
                     "parsing",
                     parsing_messages(q.text, text_to_parse, schema, self.prompts.for_task("parsing")),
-                    json_object,
+                    fits,
                     json_schema=schema,
                     label=q.question_id,
+                    parser=name if steps is not None else f"{name}__Relaxed",
                 )
             except DeepJudgmentError as exc:
                 state.error = StageError("parsing", "parse_template", f"Deep judgment parsing failed: {exc}")
@@ -447,11 +472,13 @@ class Pipeline:
                 state.error = StageError("parsing", "parse_template", str(exc))
                 return
             finally:
-                self._took("parse_template", t0)
+                self._took("parse_template", t0 + verifying)
+                self._took("verify_template", time.perf_counter() - verifying)
         state.last_stage = "verify_template"
-        t0 = time.perf_counter()
-        outcome = self.sandbox.verify_template(q.template or "", parsed, response, q.question_id)
-        self._took("verify_template", t0)
+        if outcome is None:  # a regex-only template: nothing parsed
+            t0 = time.perf_counter()
+            outcome = self.sandbox.verify_template(q.template or "", parsed, response, q.question_id)
+            self._took("verify_template", t0)
         if not outcome.ok:
             error = outcome.error or "the template failed"
             if error.startswith("parse:"):
@@ -635,6 +662,12 @@ class Pipeline:
             ):
                 result["template"]["verify_result"] = False
                 state.autofail = state.autofail or RUBRIC_AUTOFAIL_STAGE
+
+
+# The sandbox's errors for a judge's object that does not fit the answer class (a validation
+# error, or no object): Karenina's parser rejects such a reply and asks again. Other "parse:"
+# errors (the template's own code raising while the answer is built) are not the reply's fault.
+UNFIT = ("parse: the judge's answer does not fit", "parse: the judge's answer is a")
 
 
 def _request(

@@ -93,13 +93,22 @@ def answers_right(request: ChatRequest) -> str:
     return "No idea."
 
 
+_SCHEMAS: dict[str, dict[str, Any]] = {}  # the parse schema per question, from its structured call
+
+
 def extracting_judge(request: ChatRequest) -> str:
-    """Fills the schema from the response: strings get the word after 'is', integers the first number."""
+    """Fills the schema from the response: strings get the word after 'is', integers the first number.
+    Its fenced reply is refused by the structured call (which carries the schema), so the
+    instructions call, any retry and the parser's plain call follow: the schema is the one the
+    question's structured call carried, the response the one under its heading."""
     if request.stage != "parsing":
         return json.dumps({"scores": {}})
-    response = request.messages[-1].content.split("## Response to parse\n", 1)[1]
+    if request.json_schema is not None:
+        _SCHEMAS[request.label] = request.json_schema
+    user = next(m.content for m in request.messages if "## Response to parse\n" in m.content)
+    response = user.split("## Response to parse\n", 1)[1].split("\n\nReply with valid JSON", 1)[0]
     out: dict[str, Any] = {}
-    for name, prop in (request.json_schema or {}).get("properties", {}).items():
+    for name, prop in _SCHEMAS[request.label].get("properties", {}).items():
         if prop.get("type") == "integer":
             m = re.search(r"\d+", response)
             out[name] = int(m.group()) if m else None

@@ -2,16 +2,16 @@
 Karenina's pipeline run offline against a fake judge (the harness of test_stages.py).
 
 Karenina's ``with_structured_output`` adapters try a reply up to four times. Each retry sends
-the first messages plus one user message with the last error, and only the attempt that succeeds
+the first messages plus one user message with the last error, and only the call that succeeds
 has its usage counted (adapters/langchain/llm.py ``_ainvoke_structured``). Its LangChain
-adapter also tries each attempt twice, first with the server's structured output and then with
-schema instructions and no ``response_format`` (``_try_structured_invocation``). Our attempt is
-one call. With a judge whose replies are fixed per call, the first usable reply decides in
-both libraries. Karenina simply takes longer to reach it (docs/verification.md says where the
-two part: a fifth to eighth reply). Every case below gives one or three unusable replies and
-then a usable one, or only unusable replies. Both sides must reach the same verdicts, result
+adapter (``openai_endpoint``) makes each attempt up to two calls, first with the server's
+structured output and then with schema instructions and no ``response_format``
+(``_try_structured_invocation``), and so do we: with a judge whose replies are fixed per call,
+the same reply decides in both libraries. Every case below gives one or three unusable replies
+and then a usable one, or only unusable replies (the template parser's fallback after them is
+tests/runner/test_stages_parser_fallback.py). Both sides must reach the same verdicts, result
 fields and failures, and the same usage per stage (the fake server's 5 + 3 tokens for every
-call, so one call's worth per stage means only the usable attempt was counted).
+call, so one call's worth per stage means only the usable call was counted).
 """
 
 from __future__ import annotations
@@ -35,6 +35,7 @@ from karenina_rdf.runner import (
     run_verification,
 )
 from karenina_rdf.runner.providers import STRUCTURED_ATTEMPTS, Recorder, ReplayProvider, Usage
+from karenina_rdf.runner.providers._structured import format_instructions
 from tests.helpers.karenina_ref import karenina
 from tests.runner.test_stages import (
     ABSTAINS,
@@ -191,20 +192,37 @@ def _failure(row: dict[str, Any]) -> tuple[str, str] | None:
 
 def _requests_check(judge: Judge, replies: dict[str, Any]) -> None:
     """Each stage asked as often as its replies say: one call per unusable reply plus the usable
-    one, four when none is usable. A retry is the first request plus one user message carrying
-    the last error, and no request shows the reference answer (issue 19 point 4)."""
+    one; when none is usable, eight (two an attempt), and parsing one plain call more. Within an
+    attempt the structured call carries the schema and the instructions call does not (it has
+    the schema instructions at the end of its last user message); a retry is the first request
+    plus one user message carrying the last error. No request shows the reference answer (issue
+    19 point 4)."""
     for stage in RETRIED & set(judge.stages()):
         asked = [r for r in judge.requests if r.stage == stage]
         given = replies[stage]
         if isinstance(given, list):
             assert len(asked) == len(given), stage
         else:
-            assert len(asked) == (1 if given not in (BAD, HALF) else STRUCTURED_ATTEMPTS), stage
+            unusable = 2 * STRUCTURED_ATTEMPTS + (stage == "parsing")
+            assert len(asked) == (1 if given not in (BAD, HALF) else unusable), stage
         first = asked[0]
-        for retry in asked[1:]:
-            assert retry.messages[:-1] == first.messages and retry.messages[-1].role == "user", stage
-            assert "could not be used" in retry.messages[-1].content, stage
-            assert retry.json_schema == first.json_schema and retry.key() != first.key(), stage
+        instructions = format_instructions(first.json_schema)
+        for i, r in enumerate(asked):
+            if i >= 2 * STRUCTURED_ATTEMPTS:  # the parser's plain call
+                assert stage == "parsing" and r.messages == first.messages and r.json_schema is None
+                continue
+            sent = r.messages
+            if i % 2:  # the instructions call
+                assert r.json_schema is None and sent[-1].content.endswith(instructions), stage
+                sent = (*sent[:-1], sent[-1].model_copy(update={"content": sent[-1].content[: -len(instructions)]}))
+            else:
+                assert r.json_schema == first.json_schema, stage
+            if i >= 2:
+                assert sent[:-1] == first.messages and sent[-1].role == "user", stage
+                assert "could not be used" in sent[-1].content, stage
+            else:
+                assert sent == first.messages, stage
+        assert len({r.key() for r in asked}) == len(asked), stage
     for r in judge.requests:
         text = json.dumps(r.model_dump())
         assert REFERENCE not in text and '"correct"' not in text, r.stage

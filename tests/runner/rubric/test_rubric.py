@@ -15,6 +15,7 @@ from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf._errors import ProviderError
 from karenina_rdf.runner import ChatRequest, ChatResponse, Usage
 from karenina_rdf.runner.providers._base import json_object
+from karenina_rdf.runner.providers._structured import format_instructions
 from karenina_rdf.runner.rubric._evaluate import (
     CALLABLE_NO_SANDBOX,
     CALLABLE_UNTRUSTED,
@@ -336,18 +337,20 @@ def test_request_shape() -> None:
 
 
 @pytest.mark.parametrize(
-    "text",
+    ("text", "clear"),
     [
-        '```json\n{"scores": {"clear": true}}\n```',
-        'Sure! Here is my verdict:\n{"scores": {"clear": true}}\nHope this helps {:',
-        'Thinking {not json} ... {"scores": {"clear": true}}',
-        '{"scores": {"clear": true}} {"scores": {"clear": false}}',
+        ('```json\n{"scores": {"clear": true}}\n```', True),
+        ('Sure! Here is my verdict:\n{"scores": {"clear": true}}\nHope this helps {:', True),
+        ('Thinking {not json} ... {"scores": {"clear": true}}', True),
+        # Karenina's extract_json_from_response takes the last object that decodes (a reply
+        # reasons first, then answers), on the instructions call that follows the structured one.
+        ('{"scores": {"clear": true}} {"scores": {"clear": false}}', False),
     ],
     ids=["fenced", "prose around", "brace before", "two objects"],
 )
-def test_json_is_found_in_wrapped_replies(text: str) -> None:
+def test_json_is_found_in_wrapped_replies(text: str, clear: bool) -> None:
     assert json_object(text) == {"scores": {"clear": True}}
-    assert run([BOOL], FakeJudge(text)).part["llm_trait_scores"] == {"clear": True}
+    assert run([BOOL], FakeJudge(text)).part["llm_trait_scores"] == {"clear": clear}
 
 
 def test_unusable_batch_reply_drops_the_rubric_and_counts_no_call() -> None:
@@ -358,42 +361,47 @@ def test_unusable_batch_reply_drops_the_rubric_and_counts_no_call() -> None:
     judge = FakeJudge("I cannot judge this.")
     out = run([BOOL, SCORE_0_3, REGEX_PARIS], judge)
     assert out.part is None
-    assert len(judge.requests) == 4
+    assert len(judge.requests) == 8  # two calls an attempt: structured, then schema instructions
     assert out.calls == []
     assert out.warnings == [
         "Rubric evaluation failed: judge reply for traits 'clear', 'depth' is unusable: "
-        "no usable reply in 4 attempts; the last one: the reply holds no JSON object: 'I cannot judge this.'"
+        "no usable reply in 4 attempts; the last one: Could not extract JSON from response: I cannot judge this...."
     ]
 
 
 def test_unusable_sequential_reply_drops_only_its_trait() -> None:
     """Sequential: Karenina's calls fail one trait at a time (llm_trait.py, _execute_serial),
-    each after its four structured-output attempts."""
-    judge = FakeJudge(["I cannot judge this."] * 4 + [json.dumps({"scores": {"depth": 2}})])
+    each after its four structured-output attempts (eight calls)."""
+    judge = FakeJudge(["I cannot judge this."] * 8 + [json.dumps({"scores": {"depth": 2}})])
     out = run([BOOL, SCORE_0_3, REGEX_PARIS], judge, strategy="sequential")
     assert out.part is not None
     assert out.part["llm_trait_scores"] == {"depth": 2}
     assert out.part["regex_trait_scores"] == {"paris": True}
     assert out.part["rubric_evaluation_performed"] is True
-    assert len(judge.requests) == 5 and len(out.calls) == 1 and len(out.warnings) == 1
+    assert len(judge.requests) == 9 and len(out.calls) == 1 and len(out.warnings) == 1
 
 
 @pytest.mark.parametrize("bad", [1, 3], ids=["one bad reply", "three bad replies"])
 def test_unusable_reply_is_asked_again_with_its_error(bad: int) -> None:
     """Karenina's structured-output retries (adapters/langchain/llm.py ``_ainvoke_structured``):
-    each retry is the first request plus one user message with the last attempt's error, and
-    only the usable attempt's usage is counted."""
+    two calls an attempt (structured, then schema instructions without the schema), each retry
+    the first request plus one user message with the last call's error, and only the usable
+    call's usage counted. The structured-output module's tests check the shapes call by call."""
     good = json.dumps({"scores": {"clear": True, "depth": 2}})
     judge = FakeJudge(["I cannot judge this."] * bad + [good])
     out = run([BOOL, SCORE_0_3], judge)
     assert out.part is not None and out.part["llm_trait_scores"] == {"clear": True, "depth": 2}
     assert out.warnings == [] and len(out.calls) == 1
-    first, *retries = judge.requests
-    assert len(retries) == bad
-    for r in retries:
-        assert r.messages[:-1] == first.messages and r.messages[-1].role == "user"
-        assert "the reply holds no JSON object: 'I cannot judge this.'" in r.messages[-1].content
-        assert r.key() != first.key() and r.json_schema == first.json_schema
+    first, *others = judge.requests
+    assert len(others) == bad
+    for i, r in enumerate(others, start=1):
+        if i % 2:  # the instructions call: no schema, the instructions after the last message
+            assert r.json_schema is None and r.messages[-1].content.endswith(format_instructions(first.json_schema))
+        else:  # a retry's structured call
+            assert r.messages[:-1] == first.messages and r.messages[-1].role == "user"
+            assert "Could not extract JSON from response: I cannot judge this." in r.messages[-1].content
+            assert r.json_schema == first.json_schema
+        assert r.key() != first.key()
 
 
 @pytest.mark.parametrize(
@@ -706,7 +714,11 @@ def test_template_kind_traits(reply: dict[str, Any], expected: dict[str, Any] | 
 
 
 def _corpus_judge(request: ChatRequest) -> str:
+    # The fenced batch reply is refused by the structured call; the instructions call that
+    # follows carries no schema but has it in its last message.
     props = (request.json_schema or {}).get("properties", {})
+    if request.json_schema is None and format_instructions(None)[:20] in request.messages[-1].content:
+        props = {"scores": {}}
     if "scores" in props:
         return "```json\n" + scores({"clarity": "yes", "depth": 12, "mentions_river": False}) + "\n```"
     if "classifications" in props:
@@ -770,9 +782,11 @@ def test_real_traits_from_the_corpus() -> None:
     assert list(out.part["trait_provenance"]) == [t.name for t in traits]
     assert out.warnings == []
     assert [s.split(":")[0] for s in out.skipped] == ["runs_tests", "audit"]
-    # calls in Karenina's order; scores in trait order
+    # calls in Karenina's order (the fenced batch reply: its structured call, then the
+    # instructions call that reads it); scores in trait order
     assert [r.label for r in judge.requests] == [
         "citations",
+        "clarity, depth, mentions_river",
         "clarity, depth, mentions_river",
         "stance",
         "gene_recall",
@@ -788,4 +802,4 @@ def test_real_traits_from_the_corpus() -> None:
     ]
     assert not any(REFERENCE in m.content for r in judge.requests for m in r.messages)
     assert all(r.stage == "rubric_evaluation" for r in judge.requests)
-    assert len(out.calls) == len(judge.requests)
+    assert len(out.calls) == len(judge.requests) - 1  # the refused fenced reply is not counted
