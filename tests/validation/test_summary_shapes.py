@@ -1,6 +1,6 @@
 """The shapes of a run's tallies and summaries (shapes/run-summary.ttl) on a stored run: the run as
 imported conforms; each broken form a faulty writer (or an update that went around
-``Store.update_graph``) could leave is one Violation, reported on one line that names the node and
+``Store.update_graph``, which recounts them) could leave is one Violation, reported on one line that names the node and
 the rule, by ``validate_run`` and by ``karenina-rdf validate --stored``.
 
 The shape file's own fixtures (tests/validation/fixtures/shapes/run-summary-*.ttl) are checked with
@@ -123,7 +123,7 @@ def _break(store: Store, case: Broken) -> str:
     assert nodes, f"the run has no {case.cls}: the case proves nothing"
     node = nodes[0]
     update = case.update.replace("GRAPH GRAPH", f"GRAPH {graph}").replace("NODE", f"<{node}>")
-    # Straight on the engine: Store.update_graph drops every summary, which is not what is tested.
+    # Straight on the engine: Store.update_graph recounts every run, which is not what is tested.
     store.oxigraph.update(sparql_prefixes() + update)
     return node
 
