@@ -19,7 +19,6 @@ process and one run:
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -30,30 +29,18 @@ import time
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
+sys.path.insert(0, str(HERE))
+
+from bench_results import gen, write_rows  # noqa: E402  (the generators, loaded from benchmarks/)
 
 from karenina_rdf import Store  # noqa: E402
 from karenina_rdf.rdf import KAR, drop_summaries  # noqa: E402
-from karenina_rdf.results._export import write_export  # noqa: E402
 from karenina_rdf.results._recount import recount_runs  # noqa: E402
 from karenina_rdf.store import GraphStore  # noqa: E402
-
-
-def _module(path: Path, name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the class is made
-    spec.loader.exec_module(module)
-    return module
-
-
-gen = _module(HERE / "generate.py", "generate")
-genr = _module(HERE / "generate_results.py", "generate_results")
 
 # The pass rate by model as the tallies give it, and aggregated from every result (what a read
 # would do without tallies: the mean of the non-null verdicts).
@@ -102,10 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     ckpt = work / "checkpoint.jsonld"
     ckpt.write_text(json.dumps(checkpoint, ensure_ascii=False), encoding="utf-8")
     export = work / "results.json"
-    rows = genr.generate_rows(checkpoint, models=4, replicates=1, seed=2, light=False)
-    head = genr.header(checkpoint, models=4, judges=1, job_id="bench-raw-update", rows=0, seed=2)
-    with open(export, "w", encoding="utf-8") as fh:
-        n = write_export(fh, head, rows)
+    n = write_rows(export, checkpoint, models=4, replicates=1, seed=2, light=False)
     store = Store(work / "store")
     try:
         store.import_checkpoint(ckpt, validate=False)
