@@ -58,7 +58,12 @@ class Store(GraphStore):
         changed any result, and the pass rates read the tallies. The recount takes about 5 s for
         a run of 10,000 results on two loaded cores (docs/performance.md § Raw updates); a crash
         before it ends leaves runs without their marker, recounted when the store is next opened."""
-        super().update_graph(sparql_update, base_iri=base_iri)
+        try:
+            super().update_graph(sparql_update, base_iri=base_iri)
+        except InvalidValueError:
+            # Refused unparsed: nothing changed but the summaries dropped before it was tried.
+            recount_runs(self, only_unmarked=True)
+            raise
         recount_runs(self)
 
     # -- import ----------------------------------------------------------------------------

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from karenina_rdf import Store
+from karenina_rdf import InvalidValueError, Store
 from karenina_rdf.rdf import KAR
 from karenina_rdf.results import summarise_runs
 from karenina_rdf.sparql._named import find_query, parse_query_file
@@ -166,6 +166,14 @@ def test_a_raw_update_recounts_every_run(store: Store, update: str) -> None:
     assert_counts_follow_results(store)
     assert_same_rows(store, nonempty=False)
     assert summarise_runs(store) == []  # nothing left to do
+
+
+def test_an_update_that_does_not_parse_leaves_them_as_they_were(store: Store) -> None:
+    before = _counts(store, FROM_TALLIES), [_table(n, store.query(n)) for n in CASES]
+    with pytest.raises(InvalidValueError, match="SPARQL syntax error"):
+        store.update_graph("INSERT {")
+    assert summarised_runs(store) == {MB5, MB6, PH5}
+    assert (_counts(store, FROM_TALLIES), [_table(n, store.query(n)) for n in CASES]) == before
 
 
 def test_pass_rates_follow_a_raw_update(store: Store) -> None:
