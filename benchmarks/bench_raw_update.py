@@ -108,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
         without = {q: _median(partial(_read, store, q), args.repeat) for q in SUMMARISED}
     finally:
         store.close()
+        if args.workdir is None:  # a failed run leaves no store of hundreds of MB in /tmp either
+            shutil.rmtree(work, ignore_errors=True)
     print(f"update (one verdict flipped): {update_s * 1000:.1f} ms; recount of the run after it: {recount_s:.2f} s")
     print(f"pass rate by model: tallies {tallies * 1000:.1f} ms, from the results {results * 1000:.1f} ms")
     for q in SUMMARISED:
@@ -115,8 +117,6 @@ def main(argv: list[str] | None = None) -> int:
     reads = results - tallies + sum(without[q] - with_summaries[q] for q in SUMMARISED)
     print(f"one read of each without them costs {reads:.2f} s more; the recount {recount_s:.2f} s once")
     print(f"load after: {_load()}")
-    if args.workdir is None:
-        shutil.rmtree(work, ignore_errors=True)
     return 0
 
 
