@@ -12,6 +12,7 @@ from ._live import LiveRun, RunProvenance, run_configuration, stored_header
 from ._map import row_key
 from ._model import EARL, FAILURE_GROUPS, METADATA, PROV, RDFS, ROOT, TEMPLATE, canonical_key
 from ._read import is_sqlite, looks_like_results
+from ._recount import recount_runs, summarise_runs
 from ._runs import (
     ResultsImport,
     RunCheck,
@@ -27,7 +28,6 @@ from ._runs import (
 )
 from ._sqlite import import_results_db
 from ._store_json import import_results_store, is_results_store
-from ._summaries import summarise_runs
 
 __all__ = [
     "EARL",
@@ -60,6 +60,7 @@ __all__ = [
     "result_id",
     "row_key",
     "run_configuration",
+    "recount_runs",
     "summarise_runs",
     "run_reader",
     "run_summary",

@@ -286,7 +286,7 @@ class LiveRun:
             mapper._add(run, t.iri(PROV + "used"), f"<{bench}>")
         for s, p, o in self.extra:
             mapper._add(s, p, o)
-        _tally_lines(mapper, self.iri, self.facts.values())
+        _tally_lines(mapper._add, self.iri, self.facts.values())
         text = "".join(mapper.lines)
         mapper.lines.clear()
         return text

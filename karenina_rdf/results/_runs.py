@@ -553,7 +553,7 @@ class _Import:
             # Benchmarks of every row the new generation holds, kept rows included.
             for bench in sorted({f[2] for f in facts.values() if f[2] is not None}):
                 mapper._add(f"<{self.iri}>", t.iri(PROV + "used"), f"<{bench}>")
-            _tally_lines(mapper, self.iri, facts.values())
+            _tally_lines(mapper._add, self.iri, facts.values())
             del facts
             triples += len(mapper.lines)
             sink.write("".join(mapper.lines))
@@ -715,7 +715,7 @@ def _old_facts(preds: dict[str, Any]) -> Facts:
     )
 
 
-def _tally_lines(mapper: ResultMapper, run: str, facts: Iterable[Facts]) -> None:
+def _tally_lines(add: Callable[[str, str, str], None], run: str, facts: Iterable[Facts]) -> None:
     """Counts per (answering model, judge, benchmark): results, verified (non-null
     verify_result), passed, failures. Pass rates are sums of these, so "pass rate per model over
     a million results" reads a few nodes per run instead of joining every result
@@ -728,7 +728,6 @@ def _tally_lines(mapper: ResultMapper, run: str, facts: Iterable[Facts]) -> None
             c[1] += 1
             c[2] += verdict
         c[3] += failed
-    add = mapper._add
     for (answering, parsing, bench), (n, verified, passed, failures) in sorted(counts.items(), key=str):
         h = hashlib.sha256(json.dumps([answering, parsing, bench]).encode()).hexdigest()[:16]
         node = f"<{run}/tallies/{h}>"

@@ -19,8 +19,9 @@ one with its own); a live verification run drops them while it runs and writes t
 A marker node (``karenina:RunSummaries``) says a run is summarised: the named queries aggregate
 the raw results of every run without one (runs imported before summaries existed, a run still
 going, a run whose summaries a raw SPARQL update dropped), so an answer is never wrong, only
-slower. ``Store.update_graph`` (a raw update can change any result) drops every run's summaries;
-:func:`summarise_runs` writes them again for every run that has none.
+slower. ``GraphStore.update_graph`` (a raw update can change any result) drops every run's
+summaries before and after the update; ``Store.update_graph`` then recounts every run, tallies
+included (``_recount``), and opening an on-disk store recounts the runs without a marker.
 """
 
 from __future__ import annotations
@@ -28,7 +29,6 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
-from typing import TYPE_CHECKING
 
 import pyoxigraph as ox
 
@@ -36,9 +36,6 @@ from karenina_rdf.rdf import KAR, drop_summaries, sparql_prefixes
 
 from ._map import A
 from ._model import PROV
-
-if TYPE_CHECKING:
-    from karenina_rdf.store import GraphStore
 
 _PROLOGUE = sparql_prefixes()
 
@@ -187,14 +184,3 @@ def summarised(oxigraph: ox.Store, run: str, graph: ox.NamedNode) -> bool:
     """Whether the run's graph holds its summaries (the marker)."""
     ask = f"ASK {{ GRAPH {graph} {{ <{run}/tallies/summaries> a {KAR.RunSummaries.nt} }} }}"
     return bool(oxigraph.query(ask))
-
-
-def summarise_runs(store: GraphStore) -> list[str]:
-    """Write the summaries of every stored run that has none (imported before summaries existed,
-    or after a raw SPARQL update dropped them). Returns the IRIs of the runs summarised."""
-    done = []
-    for run, graph in sorted(store.catalog.runs().items(), key=lambda kv: kv[0]):
-        if not summarised(store.oxigraph, run, graph):
-            write_summaries(store.oxigraph, run, graph)
-            done.append(run)
-    return done

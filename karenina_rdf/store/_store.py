@@ -939,7 +939,8 @@ class GraphStore:
         # The runs' summaries (results._summaries) would not follow what the update changes in
         # their results: dropped before (a crash during the update leaves none, never stale ones)
         # and after it (the update may have written some); the named queries then aggregate the
-        # results themselves until results.summarise_runs writes them again.
+        # results themselves. karenina_rdf.Store recounts every run (tallies too) right after;
+        # a run left without its marker by a crash is recounted when the store is next opened.
         self._ox.update(drop_summaries())
         try:
             self._ox.update(sparql_update, base_iri=base_iri)

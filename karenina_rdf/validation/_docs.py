@@ -142,6 +142,10 @@ def _shape_words(g: rdflib.Graph, shape: Any) -> str:
             words.append("(" + joiner.join(f"[{_shape_words(g, v)}]" for v in _list(g, value)) + ")")
     for value in g.objects(shape, sh["not"]):
         words.append(f"not [{_shape_words(g, value)}]")
+    if str(g.value(shape, sh["closed"])).lower() == "true":
+        ignored = [_term(g, v) for v in _list(g, g.value(shape, sh["ignoredProperties"]))]
+        also = " and " + ", ".join(ignored) if ignored else ""
+        words.append(f"closed: no predicate but its property shapes' paths{also}")
     return prefix + ("; ".join(words) if words else "no constraint")
 
 

@@ -12,8 +12,9 @@ paths (IRI, inverse, sequence, alternative, zero-or-more, one-or-more, zero-or-o
 date types do not conform), ``sh:nodeKind``, ``sh:class``, ``sh:in``, ``sh:minLength``,
 ``sh:maxLength``, ``sh:pattern`` (with ``sh:flags``), ``sh:minInclusive``, ``sh:maxInclusive``,
 ``sh:minExclusive``, ``sh:maxExclusive``, ``sh:hasValue``, ``sh:lessThan``, ``sh:or``,
-``sh:and``, ``sh:not``, ``sh:xone``, ``sh:node``, ``sh:severity``, ``sh:message``,
-``sh:deactivated``. Any other constraint parameter raises :class:`UnsupportedShape`.
+``sh:and``, ``sh:not``, ``sh:xone``, ``sh:node``, ``sh:closed`` with ``sh:ignoredProperties`` (on
+node shapes), ``sh:severity``, ``sh:message``, ``sh:deactivated``. Any other constraint parameter
+raises :class:`UnsupportedShape`.
 
 Query plan (see :class:`_Run`): shapes whose target classes have no instance are skipped; value
 checks are grouped by path (one scan per path, one gate expression); sh:maxCount 1 is first
@@ -23,7 +24,8 @@ focus nodes start from them instead. Queries run on several threads.
 Known differences from pyshacl (none affects the agreement on shapes/): literal focus nodes and
 values are reported as pyoxigraph stores them (numbers canonical: ``4.0`` → ``4``); blank nodes
 as ``_:label``; a shape without ``sh:message`` gets "<Component> violated" instead of pyshacl's
-generated text.
+generated text; a node checked through ``sh:node`` against a closed shape gives the ``sh:node``
+result only (SHACL §4.7.1), where pyshacl 0.40 also reports the nested shape's closed result.
 """
 
 from __future__ import annotations
@@ -93,6 +95,8 @@ _KNOWN_PARAMS = {
     "maxCount",
     "hasValue",
     "lessThan",
+    "closed",
+    "ignoredProperties",
     "flags",
     "path",
     "property",
@@ -132,6 +136,7 @@ _COMPONENT = {
     "maxCount": "MaxCountConstraintComponent",
     "hasValue": "HasValueConstraintComponent",
     "lessThan": "LessThanConstraintComponent",
+    "closed": "ClosedConstraintComponent",
 }
 
 
@@ -172,6 +177,15 @@ class Shape:
     constraints: list[Constraint] = field(default_factory=list)
     properties: list[Shape] = field(default_factory=list)
     flags: str = ""
+    # sh:closed: the predicates a focus node may have (its property shapes' IRI paths and
+    # sh:ignoredProperties); None when the shape is not closed.
+    closed: frozenset[str] | None = None
+    ignored: tuple[str, ...] = ()
+
+    def allowed(self) -> frozenset[str]:
+        """The predicates a closed shape allows: IRI paths of its property shapes, and ignored ones."""
+        direct = {str(ps.path[1]) for ps in self.properties if ps.path is not None and ps.path[0] == "iri"}
+        return frozenset(direct | set(self.ignored))
 
     def value_constraints(self) -> list[Constraint]:
         return [c for c in self.constraints if c.param in _VALUE_PARAMS]
@@ -288,6 +302,11 @@ def parse_shapes(shapes: rdflib.Graph | ox.Store) -> list[Shape]:
                 shape.deactivated = _text(obj).lower() == "true"
             elif local == "flags":
                 shape.flags = _text(obj)
+            elif local == "closed":
+                if _text(obj).lower() == "true":
+                    shape.closed = frozenset()  # filled in once its property shapes are read
+            elif local == "ignoredProperties":
+                shape.ignored = tuple(_text(i) for i in graph.collection(obj))
             elif local == "property":
                 shape.properties.append(read(obj))
             elif local in ("in", "or", "and", "xone"):
@@ -300,6 +319,10 @@ def parse_shapes(shapes: rdflib.Graph | ox.Store) -> list[Shape]:
                 shape.constraints.append(Constraint(local, [obj]))
         messages = sorted(_text(m) for m in graph.objects(node, SH + "message"))
         shape.message = messages[0] if messages else ""
+        if shape.closed is not None:
+            if shape.path is not None:
+                raise UnsupportedShape(f"sh:closed on a property shape is not implemented (shape {node})")
+            shape.closed = shape.allowed()
         return shape
 
     roots: list[Shape] = []
@@ -466,6 +489,11 @@ class _Compiler:
                     parts.append(self.same(x, c.values[0]))
                 elif c.param in ("minCount", "maxCount", "lessThan"):
                     raise UnsupportedShape(f"sh:{c.param} on a node shape")
+            if shape.closed is not None:
+                p, o = self.var(), self.var()
+                allowed = ", ".join(f"<{a}>" for a in sorted(shape.closed))
+                stray = f" FILTER({p} NOT IN ({allowed}))" if allowed else ""
+                parts.append(f"NOT EXISTS {{ {x} {p} {o}{stray} }}")
         else:
             path = _path_sparql(shape.path)
             v = self.var()
@@ -563,11 +591,11 @@ class _Run:
     def rows(self, query: str) -> list[ox.QuerySolution]:
         return self._queries[query]
 
-    def add(self, shape: Shape, param: str, focus: object, value: object | None) -> None:
+    def add(self, shape: Shape, param: str, focus: object, value: object | None, path: str | None = None) -> None:
         self.results.append(
             ValidationResult(
                 focus_node=_text(focus),
-                path=shape.path_text,
+                path=path if path is not None else shape.path_text,
                 message=shape.message or f"{_COMPONENT[param]} violated",
                 severity=shape.severity,
                 source_shape=_text(shape.node),
@@ -786,6 +814,8 @@ class _Run:
             for k in direct_class:
                 q = f"SELECT DISTINCT ?f WHERE {{ {focus('?f')} MINUS {{ ?f {c.type_path()} {_term(k.values[0])} }} }}"
                 self._simple(shape, "class", q, "f")
+            if shape.closed is not None:
+                self._closed(shape, focus)
             for ps in shape.properties:
                 self.validate(ps, focus, small)
             return
@@ -820,6 +850,19 @@ class _Run:
                 self.want(q)
             self._candidates(shape, "maxCount", q, focus, with_value=False)
         self._path_pairs(shape, path, focus)
+
+    def _closed(self, shape: Shape, focus: Callable[[str], str]) -> None:
+        """sh:closed: each (predicate, value) of a focus node whose predicate the shape does not
+        allow is a result, with the predicate as its path (SHACL §4.8.1)."""
+        allowed = ", ".join(f"<{p}>" for p in sorted(shape.closed or ()))
+        stray = f"FILTER(?p NOT IN ({allowed}))" if allowed else ""
+        q = self.want(f"SELECT DISTINCT ?f ?p ?v WHERE {{ {focus('?f')} ?f ?p ?v {stray} }}")
+
+        def handle() -> None:
+            for r in self.rows(q):
+                self.add(shape, "closed", r["f"], r["v"], path=_text(r["p"]))
+
+        self._handlers.append(handle)
 
     def _path_pairs(self, shape: Shape, path: str, focus: Callable[[str], str], small: bool = False) -> None:
         """sh:hasValue, sh:lessThan and nested property shapes (queries from the focus nodes)."""

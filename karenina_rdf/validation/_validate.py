@@ -66,6 +66,7 @@ RUN_SHAPE_FILES = (
     "token-usage.ttl",
     "trait-score.ttl",
     "model.ttl",
+    "run-summary.ttl",
 )
 
 
@@ -108,6 +109,10 @@ class Finding(BaseModel):
         where = [source or self.benchmark or (f"run {self.run}" if self.run is not None else "?")]
         if self.pointer is not None:
             where.append(f"at {self.pointer or '/'}")
+        elif self.run is not None and self.focus_node:
+            # A node of a run that no result owns (the run, an import record, a tally or
+            # summary): its export has no place for it, so the line names the node itself.
+            where.append(f"node <{self.focus_node}>")
         if self.question_id is not None:
             text = (self.question_text or "")[:40]
             where.append(f"(question {self.question_id!r}" + (f": {text!r}" if text else "") + ")")

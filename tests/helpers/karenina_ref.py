@@ -149,3 +149,61 @@ def model(name):
     return ModelConfig(id=name, model_name=name, interface="openai_endpoint", endpoint_base_url=url,
                        endpoint_api_key="k", temperature=0.0)
 """
+
+
+# The start of a stage parity script: the cases (argv[1]) and a judge replying by call kind. The
+# script defines ``kind_of(body)`` (a request's kind from its schema name and system prompt;
+# ``state["kind"]``, the last kind, for a retry without a schema) and starts each case with
+# ``set_replies(case["replies"])``: replies by kind or by "kind:trait" (the trait a rubric call
+# names); a list is one reply per call, its last one repeated; a dict picks its reply by a marker
+# the request's user text holds ("" for the others). :func:`judge_script` puts the parts together.
+_JUDGE_BY_KIND = r"""
+import json, re, sys
+cases = json.loads(sys.argv[1])
+state = {"queues": {}, "kind": None}
+
+def set_replies(replies):
+    state["queues"] = {k: list(v) if isinstance(v, list) else [v] for k, v in replies.items()}
+    state["kind"] = None
+
+def reply(body):
+    state["kind"] = kind = kind_of(body)
+    user = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "user")
+    trait = re.search(r"## Trait\n(.+)", user)
+    key = f"{kind}:{trait.group(1).strip()}" if trait else kind
+    queue = state["queues"].get(key) or state["queues"].get(kind) or ["{}"]
+    content = queue.pop(0) if len(queue) > 1 else queue[0]
+    if isinstance(content, dict):  # by what the request says: {marker: reply, "": otherwise}
+        content = next((v for m, v in content.items() if m and m in user), content.get(""))
+    return content
+
+"""
+
+# ``kind_of`` for the rubric stages: presence checks, deep-judgment excerpts, reasoning and scores,
+# batch scores and parsing, by the schema Karenina asks for.
+RUBRIC_KIND_OF = r"""
+def kind_of(body):
+    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
+    system = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "system")
+    if name == "ConceptPresenceResult":
+        return "PRESENCE"
+    if name == "TraitExcerptsOutput":
+        return "EXCERPTS"
+    if name in ("SingleBooleanScore", "SingleNumericScore"):
+        return "SCORE"
+    if name == "BatchRubricScores":
+        return "BATCH"
+    if name and name.startswith("Answer"):
+        return "PARSING"
+    if name is None and "You produce reasoning that explains" in system:
+        return "REASONING"
+    return state["kind"]  # a retry without a schema is for the last kind
+
+"""
+
+
+def judge_script(kind_of: str, run: str) -> str:
+    """A stage parity script: the cases and the judge by kind, ``kind_of`` (the source of its
+    ``kind_of(body)``), the fake OpenAI server (:data:`FAKE_OPENAI_JUDGE`), then ``run``, which
+    loops over ``cases`` calling ``set_replies`` and prints its JSON answer last."""
+    return _JUDGE_BY_KIND + kind_of + FAKE_OPENAI_JUDGE + run

@@ -16,7 +16,6 @@ from __future__ import annotations
 import io
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,7 +26,6 @@ from karenina_rdf.runner import (
     ChatRequest,
     EmbeddingCheckConfig,
     FunctionProvider,
-    Limits,
     ModelSpec,
     RunOptions,
     Sandbox,
@@ -144,12 +142,6 @@ for case in cases:
 print(json.dumps(out))
 """
 )
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(workers=2, limits=Limits(cpu_seconds=2, wall_seconds=6, memory_mb=512)) as sb:
-        yield sb
 
 
 @pytest.fixture(scope="module")

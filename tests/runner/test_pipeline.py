@@ -10,7 +10,7 @@ import json
 import re
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +23,6 @@ from karenina_rdf.runner import (
     ChatRequest,
     ChatResponse,
     FunctionProvider,
-    Limits,
     ModelSpec,
     RunOptions,
     Sandbox,
@@ -56,12 +55,6 @@ LEGS = """class Answer(BaseAnswer):
 """
 RUNNER_QUERIES = {"run-cost"}  # named queries tested here (test_queries checks every query has a test)
 REFERENCE = "The capital is Zanzibar-City-77, on the coast (reference answer text)."
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(workers=2, limits=Limits(cpu_seconds=2, wall_seconds=6, memory_mb=512)) as sb:
-        yield sb
 
 
 class Fake:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,7 +18,6 @@ from karenina_rdf._errors import InvalidValueError, VerificationError
 from karenina_rdf.runner import (
     ChatRequest,
     FunctionProvider,
-    Limits,
     ModelSpec,
     RunOptions,
     Sandbox,
@@ -125,12 +123,6 @@ def test_random_ordering_is_a_permutation() -> None:
     tasks = _tasks(["a", "b"], ["j"], ["q1", "q2", "q3"], 2)
     shuffled = order_tasks(tasks, "random", random.Random(7))
     assert sorted(map(id, shuffled)) == sorted(map(id, tasks)) and shuffled != tasks
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(workers=2, limits=Limits(cpu_seconds=2, wall_seconds=6, memory_mb=512)) as sb:
-        yield sb
 
 
 def _bench(store: Store, n: int) -> str:

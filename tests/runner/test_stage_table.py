@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -22,7 +21,6 @@ from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf.runner import (
     ChatRequest,
     FunctionProvider,
-    Limits,
     ModelSpec,
     PromptConfig,
     RunOptions,
@@ -34,12 +32,6 @@ from karenina_rdf.runner._members import verification_plan
 from tests.runner.test_scheduling import InFlight, _bench
 
 pytestmark = pytest.mark.slow  # templates run in sandbox workers
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(workers=2, limits=Limits(cpu_seconds=2, wall_seconds=6, memory_mb=512)) as sb:
-        yield sb
 
 
 def _spec(name: str, fn: Any) -> ModelSpec:

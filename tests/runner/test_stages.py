@@ -13,11 +13,10 @@ compared field by field.
 
 from __future__ import annotations
 
-import io
 import json
 import re
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -29,7 +28,6 @@ from karenina_rdf.runner import (
     DeepJudgmentConfig,
     FewShotConfig,
     FunctionProvider,
-    Limits,
     ModelSpec,
     PromptConfig,
     QuestionFewShotConfig,
@@ -38,7 +36,8 @@ from karenina_rdf.runner import (
     run_verification,
 )
 from tests.conftest import CORPUS
-from tests.helpers.karenina_ref import FAKE_OPENAI_JUDGE, karenina
+from tests.helpers.karenina_ref import judge_script, karenina
+from tests.helpers.stage_runs import Judge, exported_rows
 
 pytestmark = pytest.mark.slow  # template code runs in sandbox workers; Karenina in its own environment
 
@@ -175,35 +174,27 @@ DJ_CASES: list[tuple[str, str, dict[str, Any]]] = [
     ("dj: reasoning only", "reasoning_only", {"deep_judgment_reasoning": DJ_REASONING, "parsing": PARSED}),
 ]  # fmt: skip
 
-KARENINA_RUN = (
+KARENINA_RUN = judge_script(
     r"""
-import json, sys
-cases = json.loads(sys.argv[1])
-state = {"replies": {}, "kind": None}
-
-def reply(body):
+def kind_of(body):
     name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
     system = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "system")
     if "excerpt extractor" in system:
-        state["kind"] = "DJ_EXCERPTS"
-    elif name:  # retries without a schema are for the last named kind
-        state["kind"] = "Answer__Relaxed" if name.startswith("Answer") else name
-    elif "DJ_REASONING" in state["replies"] and "reasoning" in system.lower():
-        state["kind"] = "DJ_REASONING"
-    content = state["replies"].get(state["kind"], "{}")
-    if isinstance(content, list):  # one reply per call, the last one repeated
-        content = content.pop(0) if len(content) > 1 else content[0]
-    return content
+        return "DJ_EXCERPTS"
+    if name:  # retries without a schema are for the last named kind
+        return "Answer__Relaxed" if name.startswith("Answer") else name
+    if "DJ_REASONING" in state["queues"] and "reasoning" in system.lower():
+        return "DJ_REASONING"
+    return state["kind"]
 
-"""
-    + FAKE_OPENAI_JUDGE
-    + r"""
+""",
+    r"""
 from karenina import Benchmark
 from karenina.benchmark.verification.runner import run_single_model_verification
 
 out = []
 for case in cases:
-    state["replies"], state["kind"] = case["replies"], None
+    set_replies(case["replies"])
     kw = {}
     if case.get("checkpoint"):
         b = Benchmark.load(case["checkpoint"])
@@ -217,14 +208,8 @@ for case in cases:
         cached_answer_data={"raw_llm_response": case["answer"], "usage_metadata": {}}, **kw)
     out.append(r.model_dump(mode="json"))
 print(json.dumps(out))
-"""
+""",
 )
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(workers=2, limits=Limits(cpu_seconds=2, wall_seconds=6, memory_mb=512)) as sb:
-        yield sb
 
 
 class Fake:
@@ -245,27 +230,19 @@ class Fake:
         return [r.stage for r in self.requests]
 
 
-def judge_of(replies: dict[str, Any]) -> Fake:
+def judge_of(replies: dict[str, Any]) -> Judge:
     """A judge answering by stage; a list is one reply per call, its last one repeated."""
-    queues = {k: list(v) if isinstance(v, list) else [v] for k, v in replies.items()}
-
-    def reply(r: ChatRequest) -> str:
-        queue = queues.get(r.stage) or ["{}"]
-        return queue.pop(0) if len(queue) > 1 else queue[0]
-
-    return Fake("j", reply)
+    return Judge(replies, kinds={})
 
 
 def run_ours(
     sandbox: Sandbox, store: Store, bench: str, answer: str, replies: dict[str, str], opts: RunOptions
-) -> tuple[dict[str, Any], Fake, Any]:
+) -> tuple[dict[str, Any], Judge, Any]:
     judge = judge_of(replies)
     report = run_verification(
         store, bench, judges=[judge.spec], answerers=[Fake("a", lambda r: answer).spec], sandbox=sandbox, options=opts
     )
-    buf = io.StringIO()
-    store.export_results(report.run_id, buf)
-    (row,) = json.loads(buf.getvalue())["results"]
+    (row,) = exported_rows(store, report.run_id)
     return row, judge, report
 
 
@@ -589,9 +566,7 @@ def test_few_shot_selection_is_karenina_s(sandbox: Sandbox) -> None:
         )
         (request,) = answerer.requests
         assert request.messages[-1].content == want["prompt"], case
-        buf = io.StringIO()
-        store.export_results(report.run_id, buf)
-        meta = json.loads(buf.getvalue())["results"][0]["metadata"]
+        meta = exported_rows(store, report.run_id)[0]["metadata"]
         assert (meta["few_shot_enabled"], meta["few_shot_example_count"]) == (want["enabled"], want["count"]), case
     with pytest.raises(ValueError, match="pool_k"):
         FewShotConfig(pool_k=0)
@@ -638,9 +613,7 @@ def test_check_results_map_validate_export_and_load_in_karenina(sandbox: Sandbox
     assert report.failures == {"abstention": 1, "sufficiency": 1}
     problems = [f for r in validate_store(store) if r.run for f in r.findings if f.severity == "Violation"]
     assert problems == []
-    buf = io.StringIO()
-    store.export_results(report.run_id, buf)
-    rows = json.loads(buf.getvalue())["results"]
+    rows = exported_rows(store, report.run_id)
     assert karenina(KARENINA_LOAD, json.dumps(rows)) == rows
     by_id = {r["metadata"]["question_id"]: r for r in rows}
     assert by_id["q-abstains"]["template"]["abstention_reasoning"] == json.loads(ABSTAINS)["reasoning"]
@@ -739,9 +712,7 @@ def test_deep_judgment_results_map_validate_load_in_karenina_and_show(sandbox: S
     assert (report.passed, report.failures) == (1, {"deep_judgment": 1})
     problems = [f for r in validate_store(store) if r.run for f in r.findings if f.severity == "Violation"]
     assert problems == []
-    buf = io.StringIO()
-    store.export_results(report.run_id, buf)
-    rows = json.loads(buf.getvalue())["results"]
+    rows = exported_rows(store, report.run_id)
     assert karenina(KARENINA_LOAD, json.dumps(rows)) == rows
     client = TestClient(create_app(store))
     run_page = client.get(f"/runs/{report.run_id}", headers={"accept": "text/html"}).text

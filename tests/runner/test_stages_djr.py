@@ -8,12 +8,9 @@ retries, stages), the traits left without evidence, the auto-fail, the usage sta
 
 from __future__ import annotations
 
-import io
 import json
 import re
-import threading
-from collections.abc import Iterator
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 from markupsafe import escape
@@ -21,10 +18,8 @@ from markupsafe import escape
 from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf.checkpoint._rubric import karenina_rating
 from karenina_rdf.runner import (
-    ChatRequest,
     DeepJudgmentConfig,
     FunctionProvider,
-    Limits,
     ModelSpec,
     PromptConfig,
     RubricDeepJudgmentConfig,
@@ -32,7 +27,8 @@ from karenina_rdf.runner import (
     Sandbox,
     run_verification,
 )
-from tests.helpers.karenina_ref import FAKE_OPENAI_JUDGE, karenina
+from tests.helpers.karenina_ref import RUBRIC_KIND_OF, judge_script, karenina
+from tests.helpers.stage_runs import Judge, exported_rows
 from tests.runner.test_stages import CAPITAL, KARENINA_LOAD, QUESTION, REFERENCE
 
 pytestmark = pytest.mark.slow  # sandbox workers; Karenina in its own environment
@@ -106,47 +102,16 @@ CASES: list[tuple[str, list[RubricTrait], str, dict[str, Any], dict[str, Any]]] 
      {**ALL, "EXCERPTS:names_capital": INVENTED, "PARSING": json.dumps({"capital": "Zanzibar-City-77"})}),
 ]  # fmt: skip
 
-KARENINA_DJR = (
+KARENINA_DJR = judge_script(
+    RUBRIC_KIND_OF,
     r"""
-import json, re, sys
-cases = json.loads(sys.argv[1])
-state = {"queues": {}, "kind": None}
-
-def kind_of(body):
-    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-    system = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "system")
-    if name == "TraitExcerptsOutput":
-        return "EXCERPTS"
-    if name in ("SingleBooleanScore", "SingleNumericScore"):
-        return "SCORE"
-    if name == "BatchRubricScores":
-        return "BATCH"
-    if name and name.startswith("Answer"):
-        return "PARSING"
-    if name is None and "You produce reasoning that explains" in system:
-        return "REASONING"
-    return state["kind"]  # a retry without a schema is for the last kind
-
-def reply(body):
-    state["kind"] = kind = kind_of(body)
-    user = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "user")
-    trait = re.search(r"## Trait\n(.+)", user)
-    key = f"{kind}:{trait.group(1).strip()}" if trait else kind
-    queue = state["queues"].get(key) or state["queues"].get(kind) or ["{}"]
-    content = queue.pop(0) if len(queue) > 1 else queue[0]
-    return content
-
-"""
-    + FAKE_OPENAI_JUDGE
-    + r"""
 from karenina.schemas.entities import LLMRubricTrait, RegexRubricTrait, Rubric
 from karenina.schemas.verification.config import DeepJudgmentRubricCustomConfig
 from karenina.benchmark.verification.runner import run_single_model_verification
 
 out = []
 for case in cases:
-    state["queues"] = {k: list(v) if isinstance(v, list) else [v] for k, v in case["replies"].items()}
-    state["kind"] = None
+    set_replies(case["replies"])
     llm = [LLMRubricTrait(**f) for c, f in case["traits"] if c == "llm"]
     regex = [RegexRubricTrait(**f) for c, f in case["traits"] if c == "regex"]
     kw = {f"deep_judgment_rubric_{k}": v for k, v in case["djr"].items() if k not in ("config", "template_mode")}
@@ -160,7 +125,7 @@ for case in cases:
         cached_answer_data={"raw_llm_response": case["answer"], "usage_metadata": {}}, **kw)
     out.append(r.model_dump(mode="json"))
 print(json.dumps(out))
-"""
+""",
 )
 
 _SETTING = {  # our RubricDeepJudgmentConfig field -> Karenina's deep_judgment_rubric_* suffix
@@ -172,37 +137,6 @@ _SETTING = {  # our RubricDeepJudgmentConfig field -> Karenina's deep_judgment_r
     "excerpt_retry_attempts_default": "excerpt_retry_attempts_default",
     "template_mode": "template_mode",  # not a rubric setting: the template deep_judgment_mode
 }
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    with Sandbox(workers=2, limits=Limits(cpu_seconds=2, wall_seconds=6, memory_mb=512)) as sb:
-        yield sb
-
-
-class Judge:
-    """A fake judge answering by (call kind, trait); every request kept."""
-
-    KIND: ClassVar[dict[str, str]] = {
-        "rubric_deep_judgment_excerpts": "EXCERPTS",
-        "rubric_deep_judgment_reasoning": "REASONING",
-        "rubric_deep_judgment_score": "SCORE",
-        "rubric_evaluation": "BATCH",
-        "parsing": "PARSING",
-    }
-
-    def __init__(self, replies: dict[str, Any]) -> None:
-        self.queues = {k: list(v) if isinstance(v, list) else [v] for k, v in replies.items()}
-        self.requests: list[ChatRequest] = []
-        self.lock = threading.Lock()
-        self.spec = ModelSpec(FunctionProvider(self.reply, interface="openai_endpoint"), "j", "openai_endpoint")
-
-    def reply(self, r: ChatRequest) -> str:
-        with self.lock:
-            self.requests.append(r)
-            kind = self.KIND.get(r.stage, r.stage)
-            queue = self.queues.get(f"{kind}:{r.label}") or self.queues.get(kind) or ["{}"]
-            return queue.pop(0) if len(queue) > 1 else queue[0]
 
 
 def _bench(store: Store, traits: list[RubricTrait]) -> str:
@@ -231,9 +165,7 @@ def run_ours(
     report = run_verification(
         store, _bench(store, traits), judges=[judge.spec], answerers=[answerer], sandbox=sandbox, options=opts
     )
-    buf = io.StringIO()
-    store.export_results(report.run_id, buf)
-    (row,) = json.loads(buf.getvalue())["results"]
+    (row,) = exported_rows(store, report.run_id)
     return row, judge, store, report
 
 

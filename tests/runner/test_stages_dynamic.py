@@ -22,28 +22,28 @@ against Karenina itself.
 
 from __future__ import annotations
 
-import io
 import json
-import threading
 from typing import Any
 
 import pytest
 
 from karenina_rdf import Benchmark, RubricTrait, Store
 from karenina_rdf.runner import (
-    ChatRequest,
     FunctionProvider,
-    Limits,
     ModelSpec,
     RubricDeepJudgmentConfig,
     RunOptions,
     Sandbox,
     run_verification,
 )
-from tests.helpers.karenina_ref import FAKE_OPENAI_JUDGE, karenina
+from tests.helpers.karenina_ref import RUBRIC_KIND_OF, judge_script, karenina
+from tests.helpers.stage_runs import Judge, exported_rows
 from tests.runner.test_stages import CAPITAL, QUESTION, REFERENCE
 
 pytestmark = pytest.mark.slow  # sandbox workers; Karenina in its own environment
+# One sandbox worker (tests/runner/conftest.py): tasks run in the order they are queued, as in
+# Karenina's runner, so two answering models' tasks meet the judge in the same order.
+SANDBOX_WORKERS = 1
 
 WITH_LITERATURE = (
     "Atlantis is governed from its capital, Zanzibar-City-77, on the eastern shore. The literature agrees."
@@ -136,43 +136,9 @@ FAILURES: list[tuple[str, tuple[str, ...], str, dict[str, Any]]] = [
      {"PRESENCE": ONLY_REGEX, "BATCH": UNUSABLE, "SCORE": UNUSABLE}),
 ]  # fmt: skip
 
-KARENINA_RUN = (
+KARENINA_RUN = judge_script(
+    RUBRIC_KIND_OF,
     r"""
-import json, re, sys
-cases = json.loads(sys.argv[1])
-state = {"queues": {}, "kind": None}
-
-def kind_of(body):
-    name = ((body.get("response_format") or {}).get("json_schema") or {}).get("name")
-    system = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "system")
-    if name == "ConceptPresenceResult":
-        return "PRESENCE"
-    if name == "TraitExcerptsOutput":
-        return "EXCERPTS"
-    if name in ("SingleBooleanScore", "SingleNumericScore"):
-        return "SCORE"
-    if name == "BatchRubricScores":
-        return "BATCH"
-    if name and name.startswith("Answer"):
-        return "PARSING"
-    if name is None and "You produce reasoning that explains" in system:
-        return "REASONING"
-    return state["kind"]  # a retry without a schema is for the last kind
-
-def reply(body):
-    state["kind"] = kind = kind_of(body)
-    user = " ".join(m.get("content") or "" for m in body["messages"] if m["role"] == "user")
-    trait = re.search(r"## Trait\n(.+)", user)
-    key = f"{kind}:{trait.group(1).strip()}" if trait else kind
-    queue = state["queues"].get(key) or state["queues"].get(kind) or ["{}"]
-    content = queue.pop(0) if len(queue) > 1 else queue[0]
-    if isinstance(content, dict):  # by what the answer says: {marker: reply, "": otherwise}
-        content = next((v for m, v in content.items() if m and m in user), content.get(""))
-    return content
-
-"""
-    + FAKE_OPENAI_JUDGE
-    + r"""
 import karenina.benchmark.core.verification_manager as vm
 from karenina import Benchmark
 from karenina.benchmark.verification.batch_runner import execute_task, generate_task_queue
@@ -202,8 +168,8 @@ def batch(templates, config, run_name=None, global_rubric=None, global_dynamic_r
 vm.run_verification_batch = batch
 out = []
 for case in cases:
-    state["queues"] = {k: list(v) if isinstance(v, list) else [v] for k, v in case["replies"].items()}
-    state["answers"], state["kind"] = case["answers"], None
+    set_replies(case["replies"])
+    state["answers"] = case["answers"]
     state["question_dynamic"] = case.get("question_dynamic")
     b = Benchmark.load(case["checkpoint"])
     cfg = VerificationConfig(answering_models=[model(a) for a in case["answers"]], parsing_models=[model("j")],
@@ -215,7 +181,7 @@ for case in cases:
     except ValueError as exc:
         out.append({"error": str(exc)})
 print(json.dumps(out))
-"""
+""",
 )
 
 
@@ -232,40 +198,6 @@ def _bench(store: Store, static: tuple[str, ...], question_dynamic: list[RubricT
         ratings = [t.dynamic_rating("QuestionSpecific") for t in question_dynamic]
         b._edit_question("q", lambda q: q.update(rating=[*(q.get("rating") or []), *ratings]))
     return b.id
-
-
-class Judge:
-    """A fake judge answering by (call kind, trait), as the Karenina script's server does."""
-
-    KIND = {  # noqa: RUF012 - a lookup table, never changed
-        "dynamic_rubric_presence_check": "PRESENCE",
-        "rubric_deep_judgment_excerpts": "EXCERPTS",
-        "rubric_deep_judgment_reasoning": "REASONING",
-        "rubric_deep_judgment_score": "SCORE",
-        "rubric_evaluation": "BATCH",
-        "parsing": "PARSING",
-    }
-
-    def __init__(self, replies: dict[str, Any]) -> None:
-        self.queues = {k: list(v) if isinstance(v, list) else [v] for k, v in replies.items()}
-        self.lock = threading.Lock()
-        self.spec = ModelSpec(FunctionProvider(self.reply, interface="openai_endpoint"), "j", "openai_endpoint")
-
-    def reply(self, r: ChatRequest) -> str:
-        with self.lock:
-            kind = self.KIND.get(r.stage, r.stage)
-            queue = self.queues.get(f"{kind}:{r.label}") or self.queues.get(kind) or ["{}"]
-            content = queue.pop(0) if len(queue) > 1 else queue[0]
-        if isinstance(content, dict):  # by what the answer says: {marker: reply, "": otherwise}
-            user = " ".join(m.content for m in r.messages if m.role == "user")
-            content = next((v for m, v in content.items() if m and m in user), content.get(""))
-        return str(content)
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Any:
-    with Sandbox(workers=1, limits=Limits(cpu_seconds=2, wall_seconds=6, memory_mb=512)) as sb:
-        yield sb
 
 
 def _ours(
@@ -291,9 +223,7 @@ def _ours(
         rubric_strategy=strategy,  # type: ignore[arg-type]
     )
     report = run_verification(store, bench, judges=[judge.spec], answerers=answerers, sandbox=sandbox, options=opts)
-    buf = io.StringIO()
-    store.export_results(report.run_id, buf)
-    return {r["metadata"]["answering"]["model_name"]: r for r in json.loads(buf.getvalue())["results"]}
+    return {r["metadata"]["answering"]["model_name"]: r for r in exported_rows(store, report.run_id)}
 
 
 # Two answering models, the first one's answer has both concepts, the second's none; Karenina runs

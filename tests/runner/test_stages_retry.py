@@ -16,7 +16,6 @@ call, so one call's worth per stage means only the usable call was counted).
 
 from __future__ import annotations
 
-import io
 import json
 from pathlib import Path
 from typing import Any
@@ -25,10 +24,7 @@ import pytest
 
 from karenina_rdf import Store
 from karenina_rdf.runner import (
-    ChatRequest,
-    ChatResponse,
     DeepJudgmentConfig,
-    FunctionProvider,
     ModelSpec,
     RunOptions,
     Sandbox,
@@ -37,6 +33,7 @@ from karenina_rdf.runner import (
 from karenina_rdf.runner.providers import STRUCTURED_ATTEMPTS, Recorder, ReplayProvider, Usage
 from karenina_rdf.runner.providers._structured import format_instructions
 from tests.helpers.karenina_ref import karenina
+from tests.helpers.stage_runs import Judge, exported_rows
 from tests.runner.test_stages import (
     ABSTAINS,
     ANSWERS,
@@ -57,13 +54,11 @@ from tests.runner.test_stages import (
     Fake,
     _dynamic_question,
     _karenina_case,
-    sandbox,
     template_bench,
 )
 
 pytestmark = pytest.mark.slow  # template code runs in sandbox workers; Karenina in its own environment
 
-__all__ = ["sandbox"]  # the fixture, shared with test_stages.py
 
 BAD = "I would rather explain in prose: the answer looks fine."  # no JSON object at all
 HALF = json.dumps({"reasoning": "no verdict given"})  # JSON, but not the asked-for shape
@@ -122,35 +117,19 @@ RETRIED = {
 }
 
 
-class Judge(Fake):
+def counted_judge(replies: dict[str, Any]) -> Judge:
     """The fake judge of test_stages.py answering by stage, with the Karenina script's server's
     token counts (5 in, 3 out) for every call."""
-
-    def __init__(self, replies: dict[str, Any]) -> None:
-        queues = {k: list(v) if isinstance(v, list) else [v] for k, v in replies.items()}
-
-        def reply(r: ChatRequest) -> str:
-            queue = queues.get(r.stage) or ["{}"]
-            return queue.pop(0) if len(queue) > 1 else queue[0]
-
-        super().__init__("j", reply)
-        fn = self.spec.provider.fn  # type: ignore[attr-defined]
-
-        def counted(r: ChatRequest) -> ChatResponse:
-            return ChatResponse(text=fn(r), usage=Usage(input_tokens=5, output_tokens=3), model="j")
-
-        self.spec = ModelSpec(FunctionProvider(counted, interface="openai_endpoint"), "j", "openai_endpoint")
+    return Judge(replies, kinds={}, usage=Usage(input_tokens=5, output_tokens=3))
 
 
 def _run(
     sandbox: Sandbox, store: Store, bench: str, answer: str, replies: dict[str, Any], opts: RunOptions
 ) -> tuple[dict[str, Any], Judge]:
-    judge = Judge(replies)
+    judge = counted_judge(replies)
     answerer = Fake("a", lambda r: answer).spec
     report = run_verification(store, bench, judges=[judge.spec], answerers=[answerer], sandbox=sandbox, options=opts)
-    buf = io.StringIO()
-    store.export_results(report.run_id, buf)
-    (row,) = json.loads(buf.getvalue())["results"]
+    (row,) = exported_rows(store, report.run_id)
     return row, judge
 
 
@@ -330,7 +309,7 @@ def test_a_recorded_run_with_retries_replays_the_same(sandbox: Sandbox, tmp_path
     }
     opts = RunOptions(abstention_enabled=True, sufficiency_enabled=True)
     path = tmp_path / "judge.jsonl"
-    judge = Judge(replies)
+    judge = counted_judge(replies)
     with Recorder(judge.spec.provider, path) as recorder:
         store = Store.memory()
         bench = template_bench(store)
@@ -348,9 +327,7 @@ def test_a_recorded_run_with_retries_replays_the_same(sandbox: Sandbox, tmp_path
     )
     rows = []
     for run in (live, replayed):
-        buf = io.StringIO()
-        store.export_results(run.run_id, buf)
-        (row,) = json.loads(buf.getvalue())["results"]
+        (row,) = exported_rows(store, run.run_id)
         rows.append(row)
     a, b = rows
     assert a["template"]["abstention_check_performed"] is True and a["template"]["parsed_llm_response"]

@@ -1,9 +1,10 @@
 """The runs' summaries (results._summaries) give the named queries that read them the same rows as
 the raw aggregation over every result: the text these queries had before they read summaries,
 kept in tests/sparql/earlier/. Checked after imports, a re-import that replaces some
-rows and keeps others, a run deleted, a benchmark deleted, a raw SPARQL update (which drops the
-summaries: the queries then aggregate the results themselves) and summarise_runs writing them
-again; the live verification run's end is checked in the slow test below."""
+rows and keeps others, a run deleted, a benchmark deleted, raw SPARQL updates (after which every run
+is recounted: its tallies and summaries are the results' again), a crash before that recount
+(recounted when the store is opened) and summarise_runs; the live verification run's end is
+checked in the slow test below."""
 
 from __future__ import annotations
 
@@ -15,10 +16,11 @@ from typing import Any
 
 import pytest
 
-from karenina_rdf import Store
+from karenina_rdf import InvalidValueError, Store
 from karenina_rdf.rdf import KAR
 from karenina_rdf.results import summarise_runs
 from karenina_rdf.sparql._named import find_query, parse_query_file
+from karenina_rdf.store import GraphStore
 from tests.conftest import EXAMPLES
 from tests.sparql.test_queries_memory import _table
 
@@ -106,20 +108,111 @@ def test_after_deletes(store: Store) -> None:
     assert_same_rows(store)
 
 
-def test_a_raw_update_drops_them_and_summarise_runs_writes_them_again(store: Store) -> None:
-    store.update_graph(
-        "PREFIX karenina: <urn:karenina:vocab:> "
-        "DELETE { GRAPH ?g { ?u karenina:inputTokens ?n } } "
-        'WHERE { GRAPH ?g { ?u karenina:stage "answer_generation" ; karenina:inputTokens ?n } }'
-    )
-    assert summarised_runs(store) == set()  # no summary could be stale: none is left
-    assert_same_rows(store)  # the queries aggregate the results themselves
-    generation = [r for r in store.query("token-usage") if r["stage"].value == "answer_generation"]
-    assert generation and all(int(r["input_tokens"].value) == 0 for r in generation)  # the update is seen
+# Raw updates that touch results, as a user of the endpoint or of Store.update_graph writes them:
+# each changes what the pass rates, token counts or failure counts are.
+KAR_PREFIX = "PREFIX karenina: <urn:karenina:vocab:> PREFIX prov: <http://www.w3.org/ns/prov#> "
+RAW_UPDATES: dict[str, str] = {
+    "verdicts flipped": KAR_PREFIX
+    + "DELETE { GRAPH ?g { ?r karenina:verifyResult ?v } } INSERT { GRAPH ?g { ?r karenina:verifyResult ?w } } "
+    "WHERE { GRAPH ?g { ?r a karenina:VerificationResult ; karenina:verifyResult ?v } BIND(!?v AS ?w) }",
+    "a result deleted": KAR_PREFIX
+    + "DELETE { GRAPH ?g { ?r ?p ?o } } WHERE { GRAPH ?g { { SELECT ?r WHERE { ?r a karenina:VerificationResult "
+    "; karenina:verifyResult true } ORDER BY ?r LIMIT 1 } ?r ?p ?o } }",
+    "failures cleared": KAR_PREFIX + "DELETE WHERE { GRAPH ?g { ?r karenina:failure ?f } }",
+    "input tokens removed": KAR_PREFIX + "DELETE { GRAPH ?g { ?u karenina:inputTokens ?n } } "
+    'WHERE { GRAPH ?g { ?u karenina:stage "answer_generation" ; karenina:inputTokens ?n } }',
+}
+
+# Each run's counts by answering model, judge and benchmark, from its results (what the tallies
+# must say): results, verified (a boolean verdict), passed, failures.
+FROM_RESULTS = """SELECT ?run ?m ?j (COUNT(?r) AS ?n) (COUNT(?ok) AS ?verified)
+  (SUM(IF(COALESCE(?ok, false), 1, 0)) AS ?passed) (COUNT(?f) AS ?failures) WHERE {
+  ?r a karenina:VerificationResult ; prov:wasGeneratedBy ?rn . ?rn schema:identifier ?run .
+  OPTIONAL { ?r earl:subject ?m } OPTIONAL { ?r earl:assertedBy ?j }
+  OPTIONAL { ?r karenina:verifyResult ?ok FILTER(DATATYPE(?ok) = xsd:boolean) }
+  OPTIONAL { ?r karenina:failure ?f } } GROUP BY ?run ?m ?j"""
+FROM_TALLIES = """SELECT ?run ?m ?j (SUM(?n0) AS ?n) (SUM(?v0) AS ?verified) (SUM(?p0) AS ?passed)
+  (SUM(?f0) AS ?failures) WHERE { ?t a karenina:Tally ; prov:wasGeneratedBy ?rn ; karenina:results ?n0 ;
+  karenina:verified ?v0 ; karenina:passed ?p0 ; karenina:failures ?f0 . ?rn schema:identifier ?run
+  OPTIONAL { ?t karenina:answeringModel ?m } OPTIONAL { ?t karenina:parsingModel ?j } } GROUP BY ?run ?m ?j"""
+
+
+def _counts(store: Store, query: str) -> set[tuple[str, ...]]:
+    cols = ("run", "m", "j", "n", "verified", "passed", "failures")
+    return {tuple(str(row[c]) for c in cols) for row in store.query(query)}
+
+
+def assert_counts_follow_results(store: Store) -> None:
+    """The tallies (what the pass rates, the runs list and the run pages read) are the results'
+    own counts; so are the pass rates the runs list gives."""
+    assert _counts(store, FROM_TALLIES) == _counts(store, FROM_RESULTS)
+    by_run: dict[str, list[int]] = {}
+    for row in store.query(FROM_RESULTS):
+        c = by_run.setdefault(row["run"].value, [0, 0, 0])
+        for i, col in enumerate(("n", "verified", "passed")):
+            c[i] += int(row[col].value)
+    assert {r.run_id: [r.results, r.verified, r.passed] for r in store.runs()} == by_run
+
+
+@pytest.mark.parametrize("update", RAW_UPDATES.values(), ids=RAW_UPDATES.keys())
+def test_a_raw_update_recounts_every_run(store: Store, update: str) -> None:
+    """After a raw update that touches results, every read is what the results now say: the pass
+    rates (tallies) and the summarised queries, which read summaries written again at once."""
+    before = _counts(store, FROM_TALLIES), [_table(n, store.query(n)) for n in CASES]
+    store.update_graph(update)
+    after = _counts(store, FROM_TALLIES), [_table(n, store.query(n)) for n in CASES]
+    assert after != before  # the update changed what the reads answer: the case proves something
+    assert summarised_runs(store) == {MB5, MB6, PH5}
+    assert_counts_follow_results(store)
+    assert_same_rows(store, nonempty=False)
+    assert summarise_runs(store) == []  # nothing left to do
+
+
+def test_an_update_that_does_not_parse_leaves_them_as_they_were(store: Store) -> None:
+    before = _counts(store, FROM_TALLIES), [_table(n, store.query(n)) for n in CASES]
+    with pytest.raises(InvalidValueError, match="SPARQL syntax error"):
+        store.update_graph("INSERT {")
+    assert summarised_runs(store) == {MB5, MB6, PH5}
+    assert (_counts(store, FROM_TALLIES), [_table(n, store.query(n)) for n in CASES]) == before
+
+
+def test_pass_rates_follow_a_raw_update(store: Store) -> None:
+    """What a user who flips every verdict then asks for pass rates gets: 1 - the old rate."""
+    old = {r["answering_model"].value: float(r["pass_rate"].value) for r in store.query("pass-rate-by-model")}
+    store.update_graph(RAW_UPDATES["verdicts flipped"])
+    new = {r["answering_model"].value: float(r["pass_rate"].value) for r in store.query("pass-rate-by-model")}
+    assert new.keys() == old.keys() and old
+    assert all(abs(new[m] - (1 - old[m])) < 1e-9 for m in old), (old, new)
+
+
+def test_a_crash_before_the_recount_is_recounted_on_open(store: Store, tmp_path: Path) -> None:
+    """The process dies after the update, before its recount (GraphStore.update_graph alone):
+    the runs have no marker, and opening the store recounts them before anything reads them."""
+    GraphStore.update_graph(store, RAW_UPDATES["verdicts flipped"])
+    assert summarised_runs(store) == set()
+    assert _counts(store, FROM_TALLIES) != _counts(store, FROM_RESULTS)  # stale: what a crash leaves
+    store.close()
+    reopened = Store(tmp_path / "store")
+    try:
+        assert summarised_runs(reopened) == {MB5, MB6, PH5}
+        assert_counts_follow_results(reopened)
+        assert_same_rows(reopened)
+    finally:
+        reopened.close()
+
+
+def test_summarise_runs_writes_what_a_store_made_before_summaries_lacks(store: Store) -> None:
+    """A run imported before summaries existed (no marker, no summaries): summarise_runs writes
+    them, for those runs only, and they are what an import writes."""
+    from karenina_rdf.rdf import drop_summaries
+
+    written = _counts(store, FROM_TALLIES), [_table(n, store.query(n)) for n in CASES]
+    store.oxigraph.update(drop_summaries())
+    assert summarised_runs(store) == set()
     assert len(summarise_runs(store)) == 3
     assert summarised_runs(store) == {MB5, MB6, PH5}
-    assert_same_rows(store)
-    assert summarise_runs(store) == []  # only the runs without summaries
+    assert (_counts(store, FROM_TALLIES), [_table(n, store.query(n)) for n in CASES]) == written
+    assert summarise_runs(store) == []
 
 
 def test_the_memory_store_writes_them_too() -> None:

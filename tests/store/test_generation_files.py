@@ -286,6 +286,11 @@ def _patch_point(point: str, m: pytest.MonkeyPatch, marker: Path) -> None:
         m.setattr(store_module.json, "dump", lambda *a, **k: (_ for _ in ()).throw(Crash()))
     elif point == "after the eviction's commit":
         _crash_at("after the manifest")(m)
+    elif point == "the eviction's rebuild cut short":  # the store cleared, the rest half loaded
+        _crash_at("mid-load")(m)
+    elif point == "the new one loaded, not published":
+        m.setattr(importing_module, "_publish", lambda *a, **k: (_ for _ in ()).throw(Crash()))
+        m.setattr(store_module.GraphStore, "restore_evicted", lambda self: None)
     elif point in ("while loading", "refused"):
         _fail_mapping(m)
         if point == "while loading":  # dies before loading the old generation back
@@ -314,7 +319,9 @@ def _patch_point(point: str, m: pytest.MonkeyPatch, marker: Path) -> None:
     [
         ("before the eviction's commit", "old"),
         ("after the eviction's commit", "old"),
+        ("the eviction's rebuild cut short", "old"),
         ("while loading", "old"),
+        ("the new one loaded, not published", "old"),
         ("refused", "old"),
         ("loading it back", "old"),
         ("after the publish", "new"),

@@ -53,6 +53,12 @@ RUN_CLASSES = {
         "TokenUsage",
         "TraitScore",
         "Model",
+        "Tally",
+        "RunSummaries",
+        "UsageSummary",
+        "FailureSummary",
+        "MetricSummary",
+        "ScoreSummary",
     )
 } | {EARL + "TestResult"}
 

@@ -740,6 +740,60 @@ EXPECTED: dict[str, set[tuple[str, str | None, str]]] = {
         (":run1", "schema:identifier", "A run needs its run id: one non-empty string (--run, else metadata.job_id)"),
         (":run2", None, "The run ends before it starts (metadata.job_summary.start_time, end_time)"),
     },
+    "run-summary": {
+        (
+            ":f1",
+            "karenina:summaryCategory",
+            "A failure summary needs its failure category: one IRI of the taxonomy (karenina:summaryCategory)",
+        ),
+        (
+            ":f1",
+            "prov:wasGeneratedBy",
+            "A run summary node belongs to exactly one verification run of the same graph (prov:wasGeneratedBy)",
+        ),
+        (
+            ":m1",
+            "karenina:valueSum",
+            "A metric summary needs the sum of its values: one xsd:double (karenina:valueSum)",
+        ),
+        (
+            ":marker",
+            "schema:name",
+            "The marker of a summarised run (karenina:RunSummaries) is an IRI node with its run (prov:wasGeneratedBy) and nothing else",
+        ),
+        (
+            ":s1",
+            "karenina:isBoolean",
+            "A score summary says whether its scores were booleans: one integer, 0 or 1 (karenina:isBoolean)",
+        ),
+        (
+            ":s1",
+            "karenina:summaryKind",
+            "A score summary's kind is at most one of llm, regex, callable, metric, agentic (karenina:summaryKind)",
+        ),
+        (
+            ":s1",
+            "karenina:verifyResult",
+            "A score summary (karenina:ScoreSummary) has only its run, its keys (answering model, trait name, kind, trait, direction, value) and its counts",
+        ),
+        (
+            ":t1",
+            None,
+            "A tally counts more passed results than results with a verdict (karenina:passed > karenina:verified)",
+        ),
+        (":t1", "karenina:failures", "A tally needs its count of failed results: one integer >= 0 (karenina:failures)"),
+        (":t2", "karenina:results", "A tally needs its count of results: one integer >= 1 (karenina:results)"),
+        (
+            ":u1",
+            "karenina:inputTokenSum",
+            "A usage summary needs its sum of input tokens: one number (karenina:inputTokenSum)",
+        ),
+        (
+            ":u1",
+            "prov:wasGeneratedBy",
+            "A run summary node belongs to exactly one verification run of the same graph (prov:wasGeneratedBy)",
+        ),
+    },
     "token-usage": {
         (
             ":u1",

@@ -21,6 +21,7 @@ from karenina_rdf.rdf._ids import question_iri, segment
 from karenina_rdf.web.pages._benchmarks import PAGE_SIZE
 from karenina_rdf.web.pages._display import editor_text
 from tests.conftest import EXAMPLES, ROOT, load_json
+from tests.helpers.web_pages import result_path
 
 HTML = {"accept": "text/html"}
 PHARMA = "/benchmarks/urn:uuid:karenina-checkpoint-1795172400.0"
@@ -781,24 +782,13 @@ def test_question_results(runs_site: tuple[Store, TestClient, dict[str, list[Any
         assert "No stored verification run has a result for this question" in alone.text
 
 
-def _result_path(store: Store, run_id: str, position: int) -> str:
-    found = store.query(
-        "SELECT ?r WHERE { ?r a karenina:VerificationResult ; karenina:position ?p ; prov:wasGeneratedBy ?run . "
-        "?run schema:identifier ?id }",
-        p=position,
-        id=run_id,
-    )
-    iri = next(iter(found))["r"].value
-    return iri[len(store.base_iri) - 1 :]
-
-
 @pytest.mark.parametrize(("run_id", "position"), [("pharmacology-2026-05", 0), ("pharmacology-2026-05", 1),
                                                   ("molecular-biology-2026-06", 4), (SYNTHETIC_RUN, 7)])  # fmt: skip
 def test_result_page(runs_site: tuple[Store, TestClient, dict[str, list[Any]]], run_id: str, position: int) -> None:
     store, client, runs = runs_site
     row = runs[run_id][position]
     meta, template, rubric = row["metadata"], row.get("template") or {}, row.get("rubric") or {}
-    path = _result_path(store, run_id, position)
+    path = result_path(store, run_id, position)
     page = _get(client, path).text
     text = html.unescape(page)
     summary = page.split('id="result-summary"', 1)[1].split("</dl>", 1)[0]
@@ -857,7 +847,7 @@ def test_results_escaping(runs_site: tuple[Store, TestClient, dict[str, list[Any
     pages = {
         "runs": _get(client, "/runs").text,
         "run": _get(client, _run_path(HOSTILE_RUN)).text,
-        "result": _get(client, _result_path(store, HOSTILE_RUN, 0)).text,
+        "result": _get(client, result_path(store, HOSTILE_RUN, 0)).text,
         "compare": _get(client, "/compare?run=" + segment(HOSTILE_RUN)).text,
         "question": _get(client, LOSARTAN).text,
     }
@@ -874,11 +864,12 @@ def _numbers(page: str) -> list[tuple[str, str]]:
 
 def test_runs_without_tallies(runs_site: tuple[Store, TestClient, dict[str, list[Any]]]) -> None:
     """A run whose graph has no tallies (imported before they were written, or stripped by an
-    update) is counted from its results: the same figures on every page."""
+    update that went around Store.update_graph, which recounts them) is counted from its results:
+    the same figures on every page."""
     _, client, _ = runs_site
     bare = Store.memory()
     bare.import_paths([EXAMPLES])
-    bare.update_graph("DELETE WHERE { GRAPH ?g { ?t a <urn:karenina:vocab:Tally> ; ?p ?o } }")
+    bare.oxigraph.update("DELETE WHERE { GRAPH ?g { ?t a <urn:karenina:vocab:Tally> ; ?p ?o } }")
     assert not bare.query("ASK { ?t a karenina:Tally }"), "no tally left"
     urls = ["/runs", "/runs/pharmacology-2026-05", "/runs/molecular-biology-2026-06", "/models/langchain/gpt-4.1"]
     with TestClient(create_app(bare)) as counted:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from markupsafe import escape
 
 from karenina_rdf import Store, create_app
 from tests.conftest import EXAMPLES, load_json
+from tests.helpers.web_pages import result_path
 
 HTML = {"accept": "text/html"}
 RUN = "stage-pages-run"
@@ -39,36 +40,29 @@ RUBRIC_QUOTE = "Aspirin irreversibly inhibits"
 RUBRIC_REASONING = "Evidence: the quote states the mechanism.\nConclusion: met."
 
 
-def _abstained(row: dict[str, Any]) -> None:
-    row["template"].update(
-        abstention_check_performed=True,
-        abstention_detected=True,
-        abstention_override_applied=True,
-        abstention_reasoning=ABSTAINED,
-        verify_result=False,
-    )
+def _template(**fields: Any) -> Callable[[dict[str, Any]], None]:
+    """A row change: these fields set on the row's template part."""
+    return lambda row: row["template"].update(fields)
 
 
-def _insufficient(row: dict[str, Any]) -> None:
-    row["template"].update(
-        abstention_check_performed=True,
-        abstention_detected=False,
-        sufficiency_check_performed=True,
-        sufficiency_detected=False,
-        sufficiency_override_applied=True,
-        sufficiency_reasoning=INSUFFICIENT,
-        verify_result=False,
-    )
+def _part(name: str, value: dict[str, Any]) -> Callable[[dict[str, Any]], None]:
+    """A row change: the part ``name`` (deep_judgment, deep_judgment_rubric) set to ``value``."""
+    return lambda row: row.__setitem__(name, copy.deepcopy(value))
 
 
-def _sufficient(row: dict[str, Any]) -> None:
-    row["template"].update(
-        sufficiency_check_performed=True, sufficiency_detected=True, sufficiency_reasoning=SUFFICIENT
-    )
-
-
-def _deep_judgment(row: dict[str, Any]) -> None:
-    row["deep_judgment"] = {
+# A row a check failed: the abstention check ran, and the verdict is False.
+_FAILED_BY_A_CHECK: dict[str, Any] = {"abstention_check_performed": True, "verify_result": False}
+_abstained = _template(
+    **_FAILED_BY_A_CHECK, abstention_detected=True, abstention_override_applied=True, abstention_reasoning=ABSTAINED
+)
+_insufficient = _template(
+    **_FAILED_BY_A_CHECK, abstention_detected=False, sufficiency_check_performed=True, sufficiency_detected=False,
+    sufficiency_override_applied=True, sufficiency_reasoning=INSUFFICIENT,
+)  # fmt: skip
+_sufficient = _template(sufficiency_check_performed=True, sufficiency_detected=True, sufficiency_reasoning=SUFFICIENT)
+_deep_judgment = _part(
+    "deep_judgment",
+    {
         "deep_judgment_enabled": True,
         "deep_judgment_mode": "full",
         "deep_judgment_performed": True,
@@ -83,11 +77,11 @@ def _deep_judgment(row: dict[str, Any]) -> None:
         "attributes_without_excerpts": ["dose"],
         "deep_judgment_search_enabled": False,
         "hallucination_risk_assessment": None,
-    }
-
-
-def _deep_judgment_rubric(row: dict[str, Any]) -> None:
-    row["deep_judgment_rubric"] = {
+    },
+)
+_deep_judgment_rubric = _part(
+    "deep_judgment_rubric",
+    {
         "deep_judgment_rubric_performed": True,
         "extracted_rubric_excerpts": {"mechanism": [{"text": RUBRIC_QUOTE, "confidence": "medium",
                                                      "similarity_score": 0.91}]},
@@ -104,7 +98,8 @@ def _deep_judgment_rubric(row: dict[str, Any]) -> None:
         "total_deep_judgment_model_calls": 6,
         "total_traits_evaluated": 2,
         "total_excerpt_retries": 0,  # Karenina's default: stored as no triple, shown as 0
-    }  # fmt: skip
+    },
+)  # fmt: skip
 
 
 def _dynamic(row: dict[str, Any]) -> None:
@@ -142,20 +137,8 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[TestClient,
             store.import_results(tmp / f"{name}.json")
         client = TestClient(create_app(store))
         runs = {run: client.get(f"/runs/{run}", headers=HTML).text for run in (RUN, QUIET_RUN)}
-        pages = {index: client.get(_result_path(store, RUN, index), headers=HTML).text for index, _ in ROWS}
+        pages = {index: client.get(result_path(store, RUN, index), headers=HTML).text for index, _ in ROWS}
         yield client, pages, runs
-
-
-def _result_path(store: Store, run_id: str, position: int) -> str:
-    """The page of the run's result at ``position`` (its row in the results file)."""
-    found = store.query(
-        "SELECT ?r WHERE { ?r a karenina:VerificationResult ; karenina:position ?p ; prov:wasGeneratedBy ?run . "
-        "?run schema:identifier ?id }",
-        p=position,
-        id=run_id,
-    )
-    iri = next(iter(found))["r"].value
-    return iri[len(store.base_iri) - 1 :]
 
 
 def _section(page: str, section_id: str) -> str:
