@@ -81,10 +81,11 @@ def keep(store: GraphStore, graph: ox.NamedNode, paths: Iterable[Path], content_
     target = root / key
     shutil.rmtree(target, ignore_errors=True)
     os.replace(tmp, target)
-    _fsync_dir(root)
+    fsync_dir(root)
 
 
-def _fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path) -> None:
+    """Make a rename into ``path`` durable: the new name is on disk once this returns."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

@@ -435,6 +435,9 @@ class GraphStore:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, self.path / _EVICTED)
+        # The marker must survive a power loss, not only a crash of this process: a store cleared
+        # for the rebuild is put back from what the marker says.
+        _files.fsync_dir(self.path)
 
     def restore_evicted(self) -> None:
         """Load back the generation :meth:`evict` took out if the catalog still names it live
@@ -533,6 +536,7 @@ class GraphStore:
             fh.flush()
             os.fsync(fh.fileno())
         os.replace(tmp, manifest)
+        _files.fsync_dir(folder)  # the commit point holds after a power loss too
 
     # -- changing the base IRI ---------------------------------------------------------------
     def rebase(self, new_base: str) -> RebaseReport:

@@ -382,3 +382,36 @@ def test_the_endpoint_never_takes_a_generation_out(tmp_path: Path, monkeypatch: 
         evicted = _spy_evict(monkeypatch)
         s.import_checkpoint(_changed(tmp_path))
         assert evicted == [False]
+
+
+# -- durability of the commit points -------------------------------------------------------------
+@pytest.mark.parametrize("commit_point", [store_module._EVICTED, "manifest.json"])
+def test_a_commit_point_renamed_into_place_is_synced_with_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, commit_point: str
+) -> None:
+    """A rename is durable only once its folder is synced: after a power loss the store, cleared
+    for a rebuild, is put back from what the marker or the manifest says, so each must be on disk
+    before the next step. The folder's sync must follow the rename, not precede it."""
+    with Store(tmp_path / "s") as s:
+        s.import_checkpoint(PHARMA)
+        s.import_checkpoint(MOLBIO)
+    monkeypatch.setattr(store_module, "_REBUILD_RATIO", 1000)  # the re-import takes the old one out
+    events: list[tuple[str, str]] = []
+    real_replace, real_sync = store_module.os.replace, _files.fsync_dir
+
+    def replace(src: Any, dst: Any) -> None:
+        real_replace(src, dst)
+        events.append(("rename", Path(dst).name))
+
+    def sync(path: Path) -> None:
+        real_sync(path)
+        events.append(("sync", str(path)))
+
+    monkeypatch.setattr(store_module.os, "replace", replace)
+    monkeypatch.setattr(_files, "fsync_dir", sync)
+    with Store(tmp_path / "s") as s:
+        assert s.import_checkpoint(_changed(tmp_path)).status == "replaced"
+    renames = [i for i, e in enumerate(events) if e == ("rename", commit_point)]
+    assert renames, f"{commit_point} was never renamed into place: {events}"
+    for i in renames:
+        assert i + 1 < len(events) and events[i + 1][0] == "sync", (commit_point, events)
