@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 import pyoxigraph as ox
 
 from karenina_rdf._errors import InvalidValueError
+from karenina_rdf.checkpoint import QuestionText
 from karenina_rdf.rdf import CATALOG_GRAPH, DATA_FEED_ELEMENT, KAR, PREFIXES, question_iri, term_value
 from karenina_rdf.sparql import INDEX_FILE, Hits, Row, SearchSyntaxError, TextIndex
 
@@ -31,7 +32,11 @@ if TYPE_CHECKING:
     from ._store import GraphStore
 
 STAMP = KAR.textStamp
-_ROWS = """SELECT ?q ?id ?pos ?text ?answer ?code (GROUP_CONCAT(?kw; separator="\\n") AS ?kws) WHERE {
+# The keywords come back joined by a control character no keyword is expected to hold, and are
+# then split, sorted and joined by newlines (keywords_text): GROUP_CONCAT's order is the engine's
+# (by stored term), which an import's own rows could not reproduce.
+_KEYWORD_SEPARATOR = "\x1f"
+_ROWS = """SELECT ?q ?id ?pos ?text ?answer ?code (GROUP_CONCAT(?kw; separator="\\u001F") AS ?kws) WHERE {
   ?i schema:item ?q ; karenina:position ?pos .
   ?q schema:isPartOf <%(bench)s> ; schema:identifier ?id ; schema:text ?text .
   %(only)s
@@ -138,6 +143,41 @@ class TextSync:
                     index.replace_benchmark(bench, self.rows(bench), stamp)
             index.ranked()  # the ranked copy follows SQLite's rows (a reader cannot do it itself)
 
+    def built(self) -> bool:
+        """Whether there is an index to keep in step: on disk, its file; in memory, one built by
+        an earlier search (otherwise the first search builds it from the graphs)."""
+        if self._index is not None:
+            return True
+        return self.store.path is not None and (self.store.path / INDEX_FILE).is_file()
+
+    def imported(self, bench: str, graph: ox.NamedNode, texts: Iterable[QuestionText]) -> bool:
+        """After an import made ``graph`` the live generation of ``bench`` (the catalog's update
+        committed): index its questions from the texts the mapper collected, with no read of the
+        graph, and record the stamp the catalog now holds. Returns whether it did.
+
+        Only after the commit: an import that fails or crashes before it leaves the index as it
+        was, and a crash between the commit and this write leaves it out of step (its stamp names
+        the replaced generation, or none), so the next search indexes the benchmark from the
+        graph. On disk the index is written (created if missing: the next search has nothing to
+        read back); in memory (a memory store, a store on a server) only when a search already
+        built it: otherwise the first search builds it from the graphs anyway."""
+        on_disk = self.store.path is not None
+        with self.lock:
+            if not on_disk and self._index is None:
+                return False
+            stamp = self.stamps().get(bench)
+            if stamp != f"{graph.value} ":
+                return False  # not live, or edited since: the next search reads the graph
+            self.index.replace_benchmark(bench, import_rows(bench, texts), stamp)
+            return True
+
+    def deleted(self, bench: str) -> None:
+        """After ``bench`` was unpublished (deleted): its rows leave the index now rather than at
+        the next search."""
+        with self.lock:
+            if self.built() and bench not in self.store.catalog.benchmarks() and bench in self.index.stamps():
+                self.index.drop_benchmark(bench)
+
     def edited(self, bench: str, old: str | None, new: str, question_ids: Iterable[str] | None) -> None:
         """After an edit of ``bench`` (its stamp ``old`` → ``new``): index the questions it
         touched (``question_ids``; None: find which questions appeared or went). Nothing is
@@ -179,7 +219,7 @@ class TextSync:
                 position=int(_text(r["pos"]) or 0),
                 question=_text(r["text"]),
                 answer=_text(r["answer"]),
-                keywords=_text(r["kws"]),
+                keywords=keywords_text(_text(r["kws"]).split(_KEYWORD_SEPARATOR)),
                 template=_text(r["code"]),
             )
 
@@ -209,6 +249,28 @@ class TextSync:
         with self.lock:
             self.sync()
             return self.index.search(query, benchmarks=benchmarks, fields=fields, limit=limit, offset=offset)
+
+
+def keywords_text(keywords: Iterable[str]) -> str:
+    """A question's keywords as the index holds them: distinct, sorted, one per line. The same
+    from the graph (:meth:`TextSync.rows`) and from an import's own values (:func:`import_rows`)."""
+    return "\n".join(sorted({part for k in keywords for part in k.split(_KEYWORD_SEPARATOR)}))
+
+
+def import_rows(bench: str, texts: Iterable[QuestionText]) -> Iterator[Row]:
+    """The index rows of a benchmark from the texts its import mapped: the rows
+    :meth:`TextSync.rows` reads back from the graph the import wrote, without reading it."""
+    for t in texts:
+        yield Row(
+            bench=bench,
+            question_id=t.question_id,
+            iri=t.iri,
+            position=t.position,
+            question=t.question,
+            answer=t.answer,
+            keywords=keywords_text(t.keywords),
+            template=t.template,
+        )
 
 
 def calls_text_functions(sparql: str) -> bool:
