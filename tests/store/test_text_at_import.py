@@ -9,6 +9,7 @@ from __future__ import annotations
 import copy
 import importlib.util
 import json
+import sqlite3
 import subprocess
 import sys
 from collections.abc import Callable
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from karenina_rdf import Store
+from karenina_rdf.sparql import TextIndex
 from karenina_rdf.sparql._ranked import Ranker
 from karenina_rdf.store._text import TextSync
 from tests.conftest import EXAMPLES, NOT_CHECKPOINTS, ROOT, corpus_params
@@ -261,6 +263,42 @@ def test_in_step_after(op: str, where: str, tmp_path: Path, monkeypatch: pytest.
         assert_in_step(store)
     finally:
         store.close()
+
+
+def test_in_step_on_every_backend(backend: tuple[str, Store], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A store on a SPARQL server keeps its index in memory, as a memory store does: built by the
+    # first search, then kept in step by this client's imports, replacements and deletes.
+    _, store = backend
+    store.search_text("anything")
+    reads = GraphReads(monkeypatch)
+    for step in [*OPS["replace (version kept)"], _imp(lambda: PHARMACOLOGY), *OPS["delete"][2:]]:
+        step(store, tmp_path)
+    store.search_text("question")
+    assert reads.benches == []
+    monkeypatch.undo()
+    assert_in_step(store)
+
+
+@pytest.mark.parametrize(
+    "error", [sqlite3.OperationalError("disk I/O error"), OSError(28, "No space left on device"), ValueError("tantivy")]
+)
+def test_an_index_write_that_fails_leaves_the_import_done_and_the_index_out_of_step(
+    error: Exception, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def failing(*args: Any, **kwargs: Any) -> None:
+        raise error
+
+    with Store(tmp_path / "store") as store:
+        store.import_checkpoint(constructed(), validate=False)
+        monkeypatch.setattr(TextIndex, "replace_benchmark", failing)
+        result = store.import_checkpoint(_changed(constructed()), validate=False)
+        monkeypatch.undo()
+        assert result.status == "replaced"  # committed: the derived copy does not fail it
+        reads = GraphReads(monkeypatch)
+        assert [h.question_id for h in store.search_text("phosphatases").hits] == ["q1"]
+        assert reads.benches == [result.iri]  # out of step: read again from the graph
+        monkeypatch.undo()
+        assert_in_step(store)
 
 
 def test_memory_store_without_an_index_builds_it_at_the_first_search() -> None:
