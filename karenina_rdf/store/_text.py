@@ -179,7 +179,8 @@ class TextSync:
             if stamp != f"{graph.value} ":
                 return False  # not live, or edited since: the next search reads the graph
             try:
-                self.index.replace_benchmark(bench, import_rows(bench, texts), stamp)
+                # A list: the ranked copy takes the same rows, not a read back from SQLite.
+                self.index.replace_benchmark(bench, list(import_rows(bench, texts)), stamp)
             except _INDEX_ERRORS:
                 # The import is committed: it must not be reported as failed for its derived copy.
                 # The index's transaction rolled back, its stamp is the old one: out of step, so

@@ -170,10 +170,21 @@ def test_import_indexes_what_a_graph_build_would(
         from_graph = graph_rows(store, bench)
         assert at_import == from_graph
         assert len(at_import) == store.summary(bench).questions
+        found = _found(store)
         store.fulltext.index.replace_benchmark(bench, store.fulltext.rows(bench), store.fulltext.stamps()[bench])
         assert index_rows(store, bench) == at_import
+        assert _found(store) == found  # the ranked copy too (fed from the import's rows before)
     finally:
         store.close()
+
+
+def _found(store: Store) -> dict[str, tuple[int, set[str]]]:
+    """What the ranked searches find: total and question ids, for a few common words."""
+    out = {}
+    for word in ("the", "what", "gene", "answer", "class", "a*"):
+        hits = store.search_text(word, limit=None)
+        out[word] = (hits.total, {h.iri for h in hits.hits})
+    return out
 
 
 def test_the_corpus_is_there_to_compare() -> None:
