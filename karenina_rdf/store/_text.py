@@ -10,7 +10,7 @@ its graph; the others are left alone.
 The writes keep it in step themselves, so that the next search reads nothing back: an import
 indexes its questions from the texts its mapper collected, once the catalog's update that
 publishes it has committed (:meth:`TextSync.imported`: reading 100k questions back out of
-pyoxigraph on disk took 46 s, writing the index from the rows in hand a few seconds); a delete
+pyoxigraph on disk took 46 s, writing the index from the rows in hand 8 s of CPU); a delete
 drops the benchmark's rows (:meth:`TextSync.deleted`); an edit through the authoring API updates
 the questions it touched (:meth:`TextSync.edited`).
 
