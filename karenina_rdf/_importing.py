@@ -173,8 +173,9 @@ def _import_into(
 ) -> ImportResult:
     pointers: dict[str, str] | None = {} if validate else None
     templates: list[tuple[str, str]] | None = [] if validate else None
-    # The questions' texts, for the full-text index once the import is published (_publish).
-    texts: list[QuestionText] = []
+    # The questions' texts, for the full-text index once the import is published (_publish);
+    # not collected for a store whose index is still to be built by its first search.
+    texts: list[QuestionText] | None = [] if store.fulltext.indexes_imports() else None
     mapping = progress.start("mapping", entries(doc), "questions")
     # Chunks are loaded while the rest is mapped: the total is known once mapping ends.
     loading = progress.start("loading", None, "triples")

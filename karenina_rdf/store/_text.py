@@ -160,6 +160,11 @@ class TextSync:
             return True
         return self.store.path is not None and (self.store.path / INDEX_FILE).is_file()
 
+    def indexes_imports(self) -> bool:
+        """Whether :meth:`imported` would index an import now: on disk always, in memory once a
+        search built the index (an import collects its texts only then)."""
+        return self.store.path is not None or self._index is not None
+
     def imported(self, bench: str, graph: ox.NamedNode, texts: Iterable[QuestionText]) -> bool:
         """After an import made ``graph`` the live generation of ``bench`` (the catalog's update
         committed): index its questions from the texts the mapper collected, with no read of the
@@ -171,9 +176,8 @@ class TextSync:
         graph. On disk the index is written (created if missing: the next search has nothing to
         read back); in memory (a memory store, a store on a server) only when a search already
         built it: otherwise the first search builds it from the graphs anyway."""
-        on_disk = self.store.path is not None
         with self.lock:
-            if not on_disk and self._index is None:
+            if not self.indexes_imports():
                 return False
             stamp = self.stamps().get(bench)
             if stamp != f"{graph.value} ":
