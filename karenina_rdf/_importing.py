@@ -24,6 +24,7 @@ from karenina_rdf._errors import CheckpointError, InvalidValueError, KareninaRDF
 from karenina_rdf._progress import QUIET, Progress
 from karenina_rdf.checkpoint import (
     MappedBenchmark,
+    QuestionText,
     entries,
     identity,
     map_checkpoint,
@@ -172,6 +173,9 @@ def _import_into(
 ) -> ImportResult:
     pointers: dict[str, str] | None = {} if validate else None
     templates: list[tuple[str, str]] | None = [] if validate else None
+    # The questions' texts, for the full-text index once the import is published (_publish);
+    # not collected for a store whose index is still to be built by its first search.
+    texts: list[QuestionText] | None = [] if store.fulltext.indexes_imports() else None
     mapping = progress.start("mapping", entries(doc), "questions")
     # Chunks are loaded while the rest is mapped: the total is known once mapping ends.
     loading = progress.start("loading", None, "triples")
@@ -185,6 +189,7 @@ def _import_into(
             pointers=pointers,
             templates=templates,
             progress=mapping,
+            texts=texts,
         )
     finally:
         del doc  # the parsed JSON is the largest object of a big import
@@ -226,7 +231,7 @@ def _import_into(
     mapped.warnings = replaced + mapped.warnings
     # The files the sink loaded, kept with the graph if it is published (store._files).
     files: list[Path] = list(getattr(gen.sink, "paths", ()))
-    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated, keep_version, files, old)
+    return _publish(store, mapped, gen.graph, old_graph, file_hash, modes, validated, keep_version, files, old, texts)
 
 
 # Templates checked between two progress reports (checking one takes well under a millisecond
@@ -281,6 +286,7 @@ def _publish(
     keep_version: bool = True,
     files: list[Path] | None = None,
     old: BenchmarkVersion | None = None,
+    texts: list[QuestionText] | None = None,
 ) -> ImportResult:
     bench = mapped.iri
     digest = mapped.content_hash()
@@ -322,6 +328,10 @@ def _publish(
     store.catalog.publish(
         bench, GRAPH, graph, source=mapped.source, triples=mapped.sink.count, extra=hashes, before=before
     )
+    if texts is not None:
+        # After the commit, from the texts mapped: the next search finds the index in step and
+        # reads nothing back from the graph (store._text.TextSync.imported).
+        store.fulltext.imported(bench, graph, texts)
     if old_graph is not None and retire:
         # Unpublished now; marked until it is gone.
         store.retire(old_graph, size=int(old_size) if old_size is not None else None, parts=old_parts)

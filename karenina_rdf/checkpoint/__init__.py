@@ -5,7 +5,17 @@ checkpoint JSON (``_export``)."""
 
 from ._export import CANONICAL_CONTEXT, benchmark_json, item_json, write_json
 from ._json import too_long_integer, without_lone_surrogates
-from ._map import MappedBenchmark, entries, identity, map_checkpoint, map_item, read_bytes, read_checkpoint, read_json
+from ._map import (
+    MappedBenchmark,
+    QuestionText,
+    entries,
+    identity,
+    map_checkpoint,
+    map_item,
+    read_bytes,
+    read_checkpoint,
+    read_json,
+)
 from ._properties import finished_value
 from ._rubric import RubricTrait, coerce_trait, karenina_rating, karenina_trait_fields, read_as_karenina
 from ._rubric_sets import TRAIT_FIELDS, DynamicRubric, Rubric, rubric_traits
@@ -16,6 +26,7 @@ from ._traits import decode_json_string
 __all__ = [
     "CANONICAL_CONTEXT",
     "MappedBenchmark",
+    "QuestionText",
     "DynamicRubric",
     "Rubric",
     "RubricTrait",

@@ -93,6 +93,21 @@ class TripleSink:
         return self._hash.hexdigest()[:16]
 
 
+@dataclass(frozen=True)
+class QuestionText:
+    """The texts of one question of a benchmark's items, as the mapper wrote them: what the
+    full-text index holds of it (``store._text``), collected while mapping so that an import
+    indexes without reading the graph back."""
+
+    question_id: str
+    iri: str  # the question node's IRI
+    position: int  # the item's place in dataFeedElement
+    question: str
+    answer: str  # the reference answer's text; "" when there is none
+    keywords: tuple[str, ...]  # as written to the graph: distinct, first occurrence first
+    template: str  # the answer template's code; "" when there is none
+
+
 @dataclass
 class MappedBenchmark:
     """A checkpoint mapped to triples, not yet stored."""
@@ -162,8 +177,11 @@ class _Mapper:
         keep_id: str | None = None,
         pointers: dict[str, str] | None = None,
         templates: list[tuple[str, str]] | None = None,
+        texts: list[QuestionText] | None = None,
     ) -> None:
         self.keep_id = keep_id
+        # The texts of every question, for the full-text index of an importing store.
+        self.texts = texts
         # (template IRI, code) of every template, for the template checks of a validating import.
         self.templates = templates
         # Node IRI → JSON pointer of the object it came from, for validation reports on files.
@@ -397,7 +415,7 @@ class _Mapper:
         self.literal(it, _s("dateModified"), item, "dateModified", ptr, required=True)
         legacy_keywords = self.keywords(item, ptr)
         if question is not None:
-            self.question(b, Q, qid, question, f"{ptr}/item", legacy_keywords)
+            self.question(b, Q, qid, question, f"{ptr}/item", legacy_keywords, i)
 
     def keywords(self, node: dict[str, Any], ptr: str) -> list[str] | None:
         words = self.array(node, "keywords", ptr)
@@ -409,7 +427,14 @@ class _Mapper:
         return None if bad else words
 
     def question(
-        self, b: str, q: str, qid: str, node: dict[str, Any], ptr: str, legacy_keywords: list[str] | None
+        self,
+        b: str,
+        q: str,
+        qid: str,
+        node: dict[str, Any],
+        ptr: str,
+        legacy_keywords: list[str] | None,
+        position: int = 0,
     ) -> None:
         Q = t.iri(q)
         self.add(Q, _TYPE, _s("Question"))
@@ -421,6 +446,7 @@ class _Mapper:
             self.fail(f"{ptr}/text", "question has an empty text")
         if text is not None:
             self.add(Q, KAR.textMd5.nt, t.string(md5_hex(text)))
+        answer_text = code = None
         if "acceptedAnswer" not in node:
             self.fail(ptr, "missing required field 'acceptedAnswer'")
         else:
@@ -431,9 +457,9 @@ class _Mapper:
                 self.add(Q, _s("acceptedAnswer"), A)
                 self.add(A, _TYPE, _s("Answer"))
                 self.source_id(A, answer, f"{ptr}/acceptedAnswer")
-                self.literal(A, _s("text"), answer, "text", f"{ptr}/acceptedAnswer", required=True)
+                answer_text = self.literal(A, _s("text"), answer, "text", f"{ptr}/acceptedAnswer", required=True)
         if "hasPart" in node:
-            self.template(q, node["hasPart"], f"{ptr}/hasPart", text or "")
+            code = self.template(q, node["hasPart"], f"{ptr}/hasPart", text or "")
         else:
             self.warn(
                 ptr, "question has no answer template (no hasPart); stored without one, so it can only run rubric_only"
@@ -450,11 +476,18 @@ class _Mapper:
                 self.add(Q, _s("keywords"), t.string(w))
             self.add(Q, KAR.keywordOrder.nt, t.json_literal(words))
         self.empty_lists(Q, node, ("rating", "additionalProperty"))
+        if self.texts is not None and text is not None:
+            # What the graph now says of this question's texts (an import that is refused
+            # never uses them: a missing text or answer is a problem that refuses the file).
+            self.texts.append(
+                QuestionText(qid, q, position, text, answer_text or "", tuple(dict.fromkeys(words or ())), code or "")
+            )
 
-    def template(self, q: str, value: Any, ptr: str, question: str) -> None:
+    def template(self, q: str, value: Any, ptr: str, question: str) -> str | None:
+        """Map an answer template; returns its code (None when it has none)."""
         code = self.obj(value, ptr, "hasPart (the answer template, a SoftwareSourceCode)", "SoftwareSourceCode")
         if code is None:
-            return
+            return None
         T = t.iri(f"{q}/template")
         self.at(f"{q}/template", ptr)
         self.add(t.iri(q), _s("hasPart"), T)
@@ -473,6 +506,7 @@ class _Mapper:
             self.add(T, KAR.templateId.nt, t.string(template_id(source)))
             if is_default_template(source, question):
                 self.add(T, KAR.isDefaultTemplate.nt, t.boolean(True))
+        return source
 
     def ratings(self, owner: str, node: dict[str, Any], ptr: str, scope: str | None) -> None:
         ratings = self.array(node, "rating", ptr)
@@ -583,16 +617,18 @@ def map_checkpoint(
     pointers: dict[str, str] | None = None,
     templates: list[tuple[str, str]] | None = None,
     progress: Task | None = None,
+    texts: list[QuestionText] | None = None,
 ) -> MappedBenchmark:
     """Check a parsed checkpoint against Karenina's load rules and map it to triples.
 
     With ``stream`` the triples are written there as N-Triples instead of kept in memory.
     ``keep_id`` is the identity to use when the document has no ``@id`` (an edited benchmark).
     ``pointers``, when given, is filled with node IRI → JSON pointer of the object it came from;
-    ``templates`` with (template IRI, code) pairs. ``progress`` is advanced by one per question
+    ``templates`` with (template IRI, code) pairs; ``texts`` with the texts of every question
+    of the items, as the full-text index holds them. ``progress`` is advanced by one per question
     (or scenario) mapped.
     """
-    mapper = _Mapper(base_iri, source, TripleSink(stream), keep_id, pointers, templates)
+    mapper = _Mapper(base_iri, source, TripleSink(stream), keep_id, pointers, templates, texts)
     mapper.progress = progress or QUIET_TASK
     try:
         return mapper.benchmark(doc)

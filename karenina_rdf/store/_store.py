@@ -820,6 +820,7 @@ class GraphStore:
         size = self.catalog.value(bench, TRIPLE_COUNT)
         _versions.drop_all(self, bench)  # its kept versions go with it
         self.retire(graph, unpublish=bench, size=int(size) if size is not None else None, progress=progress)
+        self.fulltext.deleted(bench)  # its rows leave the index now, not at the next search
         return summary
 
     # -- SPARQL ----------------------------------------------------------------------------
