@@ -36,6 +36,7 @@ from karenina_rdf.runner import (
 from karenina_rdf.runner.providers import STRUCTURED_ATTEMPTS, Recorder, ReplayProvider
 from karenina_rdf.runner.providers._structured import format_instructions
 from tests.helpers.karenina_ref import karenina
+from tests.helpers.stage_runs import Judge
 from tests.runner.test_stages import (
     DJ_ANSWER,
     DJ_REASONING,
@@ -45,14 +46,11 @@ from tests.runner.test_stages import (
     REFERENCE,
     Fake,
     _karenina_case,
-    sandbox,
     template_bench,
 )
-from tests.runner.test_stages_retry import BAD, Judge, _failure, _usage
+from tests.runner.test_stages_retry import BAD, _failure, _usage, counted_judge
 
 pytestmark = pytest.mark.slow  # template code runs in sandbox workers; Karenina in its own environment
-
-__all__ = ["sandbox"]  # the fixture, shared with test_stages.py
 
 ANSWER = "It is Zanzibar-City-77."
 TRUNCATED = '{"capital": "Zanzibar-City-77"'
@@ -103,13 +101,13 @@ DEEP: list[tuple[str, Any, str]] = [
 # the whole parser again, three more times: an accident of calling the task function directly
 # that a real run does not have.
 KARENINA_UNPORTALED = KARENINA_RUN.replace(
-    '    content = state["replies"].get(state["kind"], "{}")\n',
-    '    if state["kind"] == "Answer__Relaxed":\n'
+    '    queue = state["queues"].get(key) or state["queues"].get(kind) or ["{}"]\n',
+    '    if kind == "Answer__Relaxed":\n'
     '        last = body["messages"][-1]["content"]\n'
     "        last = last if isinstance(last, str) else json.dumps(last)\n"
     '        state.setdefault("log", []).append("S" if body.get("response_format") else\n'
     '                                           "I" if "You must respond with valid JSON" in last else "P")\n'
-    '    content = state["replies"].get(state["kind"], "{}")\n',
+    '    queue = state["queues"].get(key) or state["queues"].get(kind) or ["{}"]\n',
 ).replace(
     '    out.append(r.model_dump(mode="json"))\n',
     '    out.append({**r.model_dump(mode="json"), "_calls": "".join(state.pop("log", []))})\n',
@@ -143,7 +141,7 @@ def _calls(judge: Fake) -> str:
 def _run(sandbox: Sandbox, replies: dict[str, Any], opts: RunOptions, answer: str) -> tuple[dict[str, Any], Judge]:
     store = Store.memory()
     bench = template_bench(store)
-    judge = Judge(replies)
+    judge = counted_judge(replies)
     report = run_verification(
         store, bench, judges=[judge.spec], answerers=[Fake("a", lambda r: answer).spec], sandbox=sandbox, options=opts
     )
@@ -210,7 +208,7 @@ def test_a_recorded_fallback_replays_the_same(sandbox: Sandbox, tmp_path: Path) 
     and decides the same."""
     replies = {"parsing": [*EIGHT, NULL_WORDING, PARSED]}
     path = tmp_path / "judge.jsonl"
-    judge = Judge(replies)
+    judge = counted_judge(replies)
     store = Store.memory()
     bench = template_bench(store)
     answerer = Fake("a", lambda r: ANSWER).spec
