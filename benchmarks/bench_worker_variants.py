@@ -32,7 +32,6 @@ import argparse
 import io
 import os
 import pickle
-import shutil
 import sys
 import tempfile
 import time
@@ -50,7 +49,6 @@ import pyoxigraph as ox  # noqa: E402
 from karenina_rdf.rdf import PREFIXES  # noqa: E402
 from karenina_rdf.sparql import _pool  # noqa: E402
 
-TICK = os.sysconf("SC_CLK_TCK")
 BOOTSTRAP = _pool._BOOTSTRAP
 # The same bootstrap with _isolation.block_network_here replaced by a no-op before main runs.
 NO_SECCOMP = BOOTSTRAP.replace(
@@ -75,20 +73,6 @@ STARTS: dict[str, tuple[str, dict[str, str]]] = {
 }
 
 
-def per_child() -> dict[int, float]:
-    """CPU seconds of each child of this process."""
-    me, out = os.getpid(), {}
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == me:
-                out[int(entry)] = (int(fields[11]) + int(fields[12])) / TICK
-    return out
-
-
 def load() -> str:
     return Path("/proc/loadavg").read_text().split()[0]
 
@@ -110,9 +94,9 @@ def through_pool(variant: str, snapshot: Path, scratch: Path, requests: list[tup
             for i, pid in enumerate(pool.status()["idle"]):
                 os.sched_setaffinity(pid, {cores[i % len(cores)]})
         bwc.timed(requests[: 50 * threads], threads, partial(bwc.through, pool))  # warm-up
-        before, own, wall = per_child(), time.process_time(), time.perf_counter()
+        before, own, wall = bwc.per_child(), time.process_time(), time.perf_counter()
         bwc.timed(requests, threads, partial(bwc.through, pool))
-        after, own, wall = per_child(), time.process_time() - own, time.perf_counter() - wall
+        after, own, wall = bwc.per_child(), time.process_time() - own, time.perf_counter() - wall
     finally:
         pool.close()
     spent = sorted((after[p] - before.get(p, 0.0) for p in after), reverse=True)
@@ -167,12 +151,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     with tempfile.TemporaryDirectory(prefix="worker-variants-") as scratch_name:
         scratch = Path(scratch_name)
-        shutil.copytree(prep.store, scratch / "store")
-        source = ox.Store(str(scratch / "store"))
-        source.optimize()  # as `karenina-rdf serve` does on start
-        snapshot = scratch / "snapshot"
-        source.backup(str(snapshot))
-        del source
+        snapshot = bwc.compacted_snapshot(prep.store, scratch)
         for r in range(args.rounds):
             for v in variants if r % 2 == 0 else variants[::-1]:
                 if v.startswith("in-process-"):
