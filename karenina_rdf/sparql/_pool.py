@@ -95,8 +95,8 @@ class _Snapshot:
 # instead of 7: the engine frees and allocates many of the same sizes a query, and the light mix
 # cost the workers 0.02-0.11 ms (about 5 %) less a query with it, in 4 rounds of 4 through a pool
 # (benchmarks/bench_worker_variants.py; within the noise of the whole server: docs/performance.md,
-# "Worker start-up variants"). It holds
-# at most about 64 MiB more a thread, inside the worker's memory limit, which is unchanged.
+# "Worker start-up variants"). It can hold about 65 MiB more a thread at worst (2-7 MiB more was
+# seen), inside the worker's memory limit, which is unchanged.
 _WORKER_TUNABLES = "glibc.malloc.tcache_count=2000"
 
 
