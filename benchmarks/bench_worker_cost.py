@@ -41,8 +41,9 @@ TICK = os.sysconf("SC_CLK_TCK")
 UNION = {"use_default_graph_as_union": True}
 
 
-def children_cpu() -> float:
-    me, total = os.getpid(), 0.0
+def per_child() -> dict[int, float]:
+    """CPU seconds of each live child of this process, by pid."""
+    me, out = os.getpid(), {}
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
@@ -50,8 +51,24 @@ def children_cpu() -> float:
             except OSError:
                 continue
             if int(fields[1]) == me:
-                total += (int(fields[11]) + int(fields[12])) / TICK
-    return total
+                out[int(entry)] = (int(fields[11]) + int(fields[12])) / TICK
+    return out
+
+
+def children_cpu() -> float:
+    return sum(per_child().values())
+
+
+def compacted_snapshot(store: Path, scratch: Path) -> Path:
+    """A copy of ``store`` under ``scratch``, compacted (as `karenina-rdf serve` does on start),
+    and a checkpoint of it, which the workers and this process read."""
+    shutil.copytree(store, scratch / "store")
+    source = ox.Store(str(scratch / "store"))
+    source.optimize()
+    snapshot = scratch / "snapshot"
+    source.backup(str(snapshot))
+    del source
+    return snapshot
 
 
 def new_pool(snapshot: Path, scratch: Path, **options: Any) -> QueryPool:
@@ -144,12 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"load average before: {Path('/proc/loadavg').read_text().strip()}")
     with tempfile.TemporaryDirectory(prefix="worker-cost-") as scratch_name:
         scratch = Path(scratch_name)
-        shutil.copytree(prep.store, scratch / "store")
-        source = ox.Store(str(scratch / "store"))
-        source.optimize()  # as `karenina-rdf serve` does on start
-        snapshot = scratch / "snapshot"
-        source.backup(str(snapshot))
-        del source
+        snapshot = compacted_snapshot(prep.store, scratch)
         store = ox.Store.read_only(str(snapshot))
         prefixes = dict(PREFIXES)
 

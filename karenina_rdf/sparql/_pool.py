@@ -49,7 +49,7 @@ from collections import deque
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Unpack
 
 from ._worker import FRAME
 
@@ -91,6 +91,21 @@ class _Snapshot:
     holders: int = 0
 
 
+# glibc's per-thread cache of freed small chunks (at most 1,032 bytes each) kept at 2,000 a size
+# instead of 7: the engine frees and allocates many of the same sizes a query, and the light mix
+# cost the workers 0.02-0.11 ms (about 5 %) less a query with it, in 4 rounds of 4 through a pool
+# (benchmarks/bench_worker_variants.py; within the noise of the whole server: docs/performance.md,
+# "Worker start-up variants"). It can hold about 65 MiB more a thread at worst (2-7 MiB more was
+# seen), inside the worker's memory limit, which is unchanged.
+_WORKER_TUNABLES = "glibc.malloc.tcache_count=2000"
+
+
+def worker_tunables(environ: Mapping[str, str]) -> str:
+    """``GLIBC_TUNABLES`` for a worker: ours first, the operator's own after (the later wins)."""
+    own = environ.get("GLIBC_TUNABLES")
+    return f"{_WORKER_TUNABLES}:{own}" if own else _WORKER_TUNABLES
+
+
 class _Process:
     """One worker process and its pipes."""
 
@@ -102,7 +117,7 @@ class _Process:
             close_fds=True,
             cwd="/",
             # An engine panic prints its message to the server's log, not 50 lines of backtrace.
-            env={**os.environ, "RUST_BACKTRACE": "0"},
+            env={**os.environ, "RUST_BACKTRACE": "0", "GLIBC_TUNABLES": worker_tunables(os.environ)},
         )
         assert self.proc.stdin is not None and self.proc.stdout is not None
         self.requests, self.replies = self.proc.stdin.fileno(), self.proc.stdout.fileno()
@@ -182,6 +197,20 @@ class _Process:
                 stream.close()  # type: ignore[union-attr]
         with contextlib.suppress(OSError):
             os.close(self.statm)
+
+
+class QueryParams(TypedDict):
+    """What :meth:`QueryPool.run` and :meth:`QueryPool.run_async` take besides the query text,
+    defined once so that the two cannot drift apart."""
+
+    base: str | None
+    prefixes: Mapping[str, str]
+    dataset: Mapping[str, Any] | None  # Store.query's dataset arguments; None: the snapshot's own
+    results_format: str | tuple[int, str]  # a format name, or the (status, message) to answer
+    graphs_format: str | tuple[int, str]
+    max_bytes: int
+    deadline: float  # time.monotonic() past which the query is stopped with a 503
+    timeout: float  # the limit the 503 names
 
 
 _WAITING, _GRANTED, _GONE = 0, 1, 2
@@ -496,24 +525,13 @@ class QueryPool:
 
     # -- queries -----------------------------------------------------------------------------
     def run(
-        self,
-        text: str,
-        *,
-        base: str | None,
-        prefixes: Mapping[str, str],
-        dataset: Mapping[str, Any] | None,
-        results_format: str | tuple[int, str],
-        graphs_format: str | tuple[int, str],
-        max_bytes: int,
-        deadline: float,
-        timeout: float,
-        text_index: Mapping[str, Any] | None = None,
+        self, text: str, *, text_index: Mapping[str, Any] | None = None, **params: Unpack[QueryParams]
     ) -> tuple[bytes, str]:
         """Evaluate ``text`` on the current snapshot in a worker and return the serialized result
-        and its format name. ``dataset`` None: the one published with the snapshot. A format is
-        a name, or the (status, message) to answer if the result is of that kind. ``text_index``:
-        where the full-text index is and its functions' IRIs, for a query calling them. Raises
+        and its format name (``params``: see :class:`QueryParams`). ``text_index``: where the
+        full-text index is and its functions' IRIs, for a query calling them. Raises
         :class:`QueryFailed`."""
+        deadline, timeout = params["deadline"], params["timeout"]
         if not self._gate.enter(deadline):
             raise QueryFailed(503, _timed_out(timeout))
         admission = _Admission(self._gate)
@@ -524,19 +542,7 @@ class QueryPool:
             if snap is None:
                 self._checkin(worker, worker.snapshot, alive=True)
                 raise QueryFailed(503, "the endpoint has no snapshot of its store yet")
-            request = _request(
-                snap,
-                text,
-                base,
-                prefixes,
-                dataset,
-                results_format,
-                graphs_format,
-                max_bytes,
-                deadline,
-                timeout,
-                text_index,
-            )
+            request = _request(snap, text, params, text_index)
             alive = False
             try:
                 # The worker holds the snapshot from the request on (it may open it).
@@ -553,24 +559,13 @@ class QueryPool:
             admission.release()
         return _answer(header, body)
 
-    async def run_async(
-        self,
-        text: str,
-        *,
-        base: str | None,
-        prefixes: Mapping[str, str],
-        dataset: Mapping[str, Any] | None,
-        results_format: str | tuple[int, str],
-        graphs_format: str | tuple[int, str],
-        max_bytes: int,
-        deadline: float,
-        timeout: float,
-    ) -> tuple[bytes, str] | None:
+    async def run_async(self, text: str, **params: Unpack[QueryParams]) -> tuple[bytes, str] | None:
         """:meth:`run` on the running event loop, with no thread: None (and nothing done) when no
         worker is idle or the request is too large for the pipe at once; then call :meth:`run`
         on a thread. The worker is watched as :meth:`run` watches it: the reply pipe by the loop,
         the deadline, the memory and the heavy-query slot by timers. A query waits its turn at the
         gate on the loop too."""
+        deadline, timeout = params["deadline"], params["timeout"]
         with self._lock:
             if self._closed or self._current is None or not self._idle:
                 return None
@@ -585,9 +580,7 @@ class QueryPool:
                 worker = self._idle.pop()
                 # The worker holds the snapshot from the request on (it may open it).
                 self._hold(worker, snap)
-            request = _request(
-                snap, text, base, prefixes, dataset, results_format, graphs_format, max_bytes, deadline, timeout, None
-            )
+            request = _request(snap, text, params, None)
             frame = worker.frame(request)
             if len(frame) > ASYNC_REQUEST_BYTES:
                 # An idle worker's request pipe is empty, and a write up to its size does not block
@@ -779,30 +772,20 @@ def _too_much_memory(limit: int) -> str:
     return f"the query used more memory than the endpoint's limit of {mebibytes(limit)} (serve --max-query-memory)"
 
 
-def _request(
-    snap: _Snapshot,
-    text: str,
-    base: str | None,
-    prefixes: Mapping[str, str],
-    dataset: Mapping[str, Any] | None,
-    results_format: str | tuple[int, str],
-    graphs_format: str | tuple[int, str],
-    max_bytes: int,
-    deadline: float,
-    timeout: float,
-    text_index: Mapping[str, Any] | None,
-) -> dict[str, Any]:
+def _request(snap: _Snapshot, text: str, params: QueryParams, text_index: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The worker's request frame (``_worker.Worker.handle`` reads it), for run and run_async alike."""
+    dataset = params["dataset"]
     return {
         "snapshot": snap.path,
         "query": text,
-        "base": base,
-        "prefixes": dict(prefixes),
+        "base": params["base"],
+        "prefixes": dict(params["prefixes"]),
         "dataset": snap.dataset if dataset is None else encode_dataset(dataset),
-        "results": results_format,
-        "graphs": graphs_format,
-        "max_bytes": max_bytes,
-        "seconds": deadline - time.monotonic(),
-        "timeout": timeout,
+        "results": params["results_format"],
+        "graphs": params["graphs_format"],
+        "max_bytes": params["max_bytes"],
+        "seconds": params["deadline"] - time.monotonic(),
+        "timeout": params["timeout"],
         "text": dict(text_index) if text_index else None,
     }
 
