@@ -197,8 +197,9 @@ class FileSource:
         preds: dict[str, list[Any]] | None = None  # the node being read; None: not an item's
         header = 0  # the header's triples passed over
         last = ""
-        for s, p, o, _ in self._triples():
-            sv = s.value
+        for quad in self._triples():
+            # Attributes: a fifth faster than unpacking the quad. Our files hold no quoted triple.
+            sv = quad.subject.value  # type: ignore[union-attr]
             if sv != last:  # a new node (a node's triples come one after another: this is rare)
                 last = sv
                 key: tuple[bool, str] | None = None
@@ -225,14 +226,14 @@ class FileSource:
                     if preds is None:
                         preds = index[sv] = {}
             if preds is None:
-                if in_header and (sv != bench or p.value not in links):
+                if in_header and (sv != bench or quad.predicate.value not in links):
                     header += 1
                 continue
-            pv = p.value
+            pv = quad.predicate.value
             objects = preds.get(pv)
             if objects is None:
-                preds[pv] = [o]
-            elif o not in objects:  # a graph is a set: a triple written twice is one triple
+                preds[pv] = [quad.object]
+            elif (o := quad.object) not in objects:  # a graph is a set: a triple written twice is one
                 objects.append(o)
         if current is not None:
             yield self._document(current, index)
