@@ -243,6 +243,7 @@ class FileSource:
             raise OutOfStep(f"{header} triples of the header, {self._header_triples} around the items")
         if sum(1 for shadowed, _ in seen if not shadowed) != self.items:
             raise OutOfStep("the items found are not the items the benchmark lists")
+        task.done()
 
     def _triples(self) -> Iterator[ox.Quad]:
         for fh in self._handles:
