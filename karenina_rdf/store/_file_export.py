@@ -3,7 +3,7 @@
 Reading a quad back out of pyoxigraph's RocksDB costs about 6 µs of CPU (term decoding through
 its string table); the export of a 20k benchmark spent 7 s of its 12-14 s there, against
 Karenina's whole ``save`` at 3.5 s. The N-Triples files the import bulk-loaded hold the same
-triples, and pyoxigraph's Rust parser reads them back at about 0.7 µs a triple, Python objects
+triples, and pyoxigraph's Rust parser reads them back at about 0.9 µs a triple, Python objects
 included (docs/performance.md § Export from the generation's files). They are used only while
 ``_files.files`` trusts them: the catalog gives the graph's owner the content hash of the import
 that wrote them, which every edit in place forgets. Otherwise the export reads the graph.
@@ -12,10 +12,11 @@ The mapper (``checkpoint._map``) writes a checkpoint's triples in its order: the
 first, then each item's triples (the item, its question and every node under them) in one run,
 then the benchmark's trailing ones (scenarios, properties, empty lists). So the items are read
 in one streaming pass, one item held at a time, as the graph export holds them; the header,
-which the checkpoint writes around the items, comes first from a pass over the lines that picks
-the benchmark's own by their subject's text (no parsing of the rest). Anything that breaks that
-layout (an item's triples in two runs) raises :class:`OutOfStep`, and the caller exports from
-the graph instead.
+which the checkpoint writes around the items, is read first from the lines before the first item
+and after the last (read backwards from the end), picked by their subject's text. Anything that
+breaks that layout (an item's triples in two runs, items out of position order, a header triple
+between items, other items than the graph lists) raises :class:`OutOfStep`, and the caller
+exports from the graph instead.
 
 The result is the same bytes either way (tests/store/test_export_from_files.py compares both
 paths for every corpus checkpoint): an export reads each node's values by predicate, takes single
@@ -126,7 +127,7 @@ class FileSource:
 
         The mapper writes them before the first item and after the last, so only the lines
         around the items are read here; :meth:`item_documents` counts the header's triples it
-        passes over and raises :class:`OutOfStep` when they are more than were found here."""
+        passes over and raises :class:`OutOfStep` when their number differs from what was found here."""
         kept: list[bytes] = []
         reached_items = False
         for fh in self._handles:
