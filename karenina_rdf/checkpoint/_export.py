@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import IO, Any
 
 import pyoxigraph as ox
@@ -153,16 +153,19 @@ def _dumps(value: Any, indent: str) -> str:
     depth ``indent``. CPython's C encoder does not indent, so ``json.dumps(indent=2)`` runs the
     pure-Python one, a generator per nesting level yielding one token at a time; this writes the
     same bytes in one recursion, 1.85x faster on the items of a 20k export (docs/performance.md
-    § Issue 20 point 3). Anything but plain JSON types goes to ``json.dumps`` itself."""
+    § Issue 20 point 3), and a string member in the same step as its key (most values of a
+    checkpoint are strings: a third less again, § Export from the generation's files). Anything
+    but plain JSON types goes to ``json.dumps`` itself."""
     parts: list[str] = []
-    _encode(value, "\n" + indent, parts.append)
+    _encode(value, "\n" + indent, parts)
     return "".join(parts)
 
 
 _encode_str = json.encoder.encode_basestring  # ensure_ascii=False: the C escaper, as json uses
 
 
-def _encode(o: Any, newline: str, put: Callable[[str], Any]) -> None:
+def _encode(o: Any, newline: str, parts: list[str]) -> None:
+    put = parts.append
     kind = type(o)
     if kind is str:
         put(_encode_str(o))
@@ -170,16 +173,19 @@ def _encode(o: Any, newline: str, put: Callable[[str], Any]) -> None:
         if not o:
             put("{}")
             return
-        if not all(type(k) is str for k in o):
-            put(json.dumps(o, indent=2, ensure_ascii=False).replace("\n", newline))  # keys json converts
-            return
+        mark = len(parts)
         inner = newline + "  "
         sep = "{" + inner
         for k, v in o.items():
-            put(sep)
-            put(_encode_str(k))
-            put(": ")
-            _encode(v, inner, put)
+            if type(k) is not str:  # keys json converts (1 -> "1"): json writes the whole object
+                del parts[mark:]
+                put(json.dumps(o, indent=2, ensure_ascii=False).replace("\n", newline))
+                return
+            if type(v) is str:
+                put(sep + _encode_str(k) + ": " + _encode_str(v))
+            else:
+                put(sep + _encode_str(k) + ": ")
+                _encode(v, inner, parts)
             sep = "," + inner
         put(newline + "}")
     elif kind is list or kind is tuple:
@@ -189,8 +195,11 @@ def _encode(o: Any, newline: str, put: Callable[[str], Any]) -> None:
         inner = newline + "  "
         sep = "[" + inner
         for v in o:
-            put(sep)
-            _encode(v, inner, put)
+            if type(v) is str:
+                put(sep + _encode_str(v))
+            else:
+                put(sep)
+                _encode(v, inner, parts)
             sep = "," + inner
         put(newline + "]")
     elif o is None:

@@ -58,6 +58,7 @@ from karenina_rdf.sparql import (
 
 from . import _files, _versions
 from ._catalog import IMPORTED_AT, SOURCE, TRIPLE_COUNT, Catalog
+from ._file_export import FileSource, OutOfStep
 from ._loading import Sink, open_sink
 from ._rebase import Rewriter, check_new_base, rebase_update, whole_lines
 from ._remote import DEFAULT_TIMEOUT, RemoteStore, is_url
@@ -755,6 +756,13 @@ class GraphStore:
     def export_checkpoint(self, ref: str) -> dict[str, Any]:
         """The benchmark as a Karenina checkpoint document (canonical form)."""
         bench, graph = self.graph_of(ref)
+        files = FileSource.open(self, bench, graph)
+        if files is not None:
+            with files:
+                try:
+                    return benchmark_json(files.header_index(), bench, list(files.item_documents()))
+                except OutOfStep:
+                    pass  # not laid out as the mapper writes: the graph says the same
         source = self.reader(graph)
         header = self._header_index(source, bench, graph)
         return benchmark_json(header, bench, list(self._items_json(source, bench, graph)))
@@ -763,17 +771,48 @@ class GraphStore:
         """Write the benchmark as a checkpoint file, streaming item by item (``progress`` is told
         of the questions written)."""
         bench, graph = self.graph_of(ref)
-        source = self.reader(graph)
-        header = benchmark_json(self._header_index(source, bench, graph), bench, [])
         task = (progress or QUIET).start("writing", None, "questions")
         if not isinstance(path, (str, Path)):
-            write_json(path, header, self._items_json(source, bench, graph, task))
+            self.write_checkpoint(path, bench, graph, task)
             return
         target = Path(path)
         tmp = target.with_name(f".{target.name}.tmp")
         with open(tmp, "w", encoding="utf-8") as fh:
-            write_json(fh, header, self._items_json(source, bench, graph, task))
+            self.write_checkpoint(fh, bench, graph, task, restartable=True)
         os.replace(tmp, target)  # never leave a half-written checkpoint behind
+
+    def write_checkpoint(
+        self, out: IO[str], bench: str, graph: ox.NamedNode, task: Task = QUIET_TASK, *, restartable: bool = False
+    ) -> None:
+        """Write the benchmark in ``graph`` to ``out``: from the generation's files while they
+        hold exactly the graph (store._file_export: about 6x less CPU than reading the graph
+        back out of RocksDB), else from the graph. ``restartable``: ``out`` is a file this
+        export owns, which it may empty and write again."""
+        files = FileSource.open(self, bench, graph)
+        if files is not None:
+            with files:
+                try:
+                    header = benchmark_json(files.header_index(), bench, [])
+                except OutOfStep:
+                    header = None  # nothing written yet: the graph says the same
+                if header is not None:
+                    try:
+                        write_json(out, header, files.item_documents(task))
+                        return
+                    except OutOfStep as exc:
+                        if not restartable:
+                            # Part of it is written to a stream: the caller has to start again,
+                            # and without the files the next export reads the graph.
+                            _files.forget(self, graph)
+                            raise StoreError(
+                                f"the export stopped: the stored files of {bench} are not laid out as "
+                                f"expected ({exc}); they are removed, export again"
+                            ) from None
+                        out.seek(0)
+                        out.truncate()
+        source = self.reader(graph)
+        header = benchmark_json(self._header_index(source, bench, graph), bench, [])
+        write_json(out, header, self._items_json(source, bench, graph, task))
 
     def reader(self, graph: ox.NamedNode) -> ox.Store:
         """Where to read one benchmark from: the store itself, or for a server an in-memory copy
