@@ -15,10 +15,12 @@ import gc
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from karenina_rdf import Store
 from karenina_rdf.sparql._pool import QueryFailed, QueryPool, _Admission, _Gate, _Process, _Snapshot
 
 FAR = 3600.0
@@ -270,7 +272,39 @@ def test_a_waiter_whose_event_loop_ends_before_it_runs_again_gives_its_place_bac
         # Still queued (the queue holds it): the next place skips it, as its loop is closed.
         assert gate.admitted == 1 and len(gate.waiting) == 1
         gate.leave()
+        gc.collect()  # the waiter, out of the queue now, is closed (here, not at the exit)
     assert gate.admitted == 0 and not gate.waiting
     assert gate.enter(_later(FAR))  # the place was not lost
     _Admission(gate).release()
     assert gate.admitted == 0
+
+
+@pytest.mark.slow  # worker processes
+def test_an_admitted_query_whose_idle_worker_is_gone_is_answered_by_a_new_worker(tmp_path: Path) -> None:
+    """Row 1 of ONCE with real workers: the thread run_async goes on with starts a worker, and
+    the query's answer is the one the event loop's path gives."""
+    store = Store(tmp_path / "store")
+    pool = QueryPool(heavy_slots=1, reserve=1, running=1)
+    try:
+        pool.publish(store.snapshot(), store.dataset())
+        pool.start(1)
+        # idle on the current snapshot (the refresh after the start has moved it there)
+        _wait(lambda: any(w.snapshot is pool._current for w in list(pool._idle)))
+        assert pool._gate.enter(_later(FAR))
+
+        async def main() -> Any:
+            query = asyncio.create_task(_as_the_endpoint(pool, "ASK {}", 60))
+            await _until(lambda: len(pool._gate.waiting) == 1)
+            with pool._lock:
+                taken = pool._idle.pop()  # a query on a thread took the idle worker meanwhile
+            pool._gate.leave()
+            answer = await query
+            pool._checkin(taken, taken.snapshot, alive=True)
+            return answer
+
+        assert asyncio.run(main()) == (b'{"head":{},"boolean":true}', "json")
+        assert pool.status()["count"] == 2 and len(pool.status()["idle"]) == 2
+        assert pool._gate.admitted == 0 and not pool._gate.waiting
+    finally:
+        pool.close()
+        store.close()
