@@ -16,9 +16,11 @@ on demand. A query that has run ``heavy_after`` seconds is heavy and must take o
 seconds however many heavy ones are running.
 
 :meth:`QueryPool.run_async` does the same on the server's event loop, without a thread: the
-reply pipe is watched by the loop and the checks are timers. It takes a worker only when one is
-idle (otherwise the caller runs :meth:`QueryPool.run` on a thread, which may wait for one or
-start one); the limits and the answers are the same.
+reply pipe is watched by the loop and the checks are timers. It takes a query only when a worker
+is idle and the request fits the pipe (otherwise the caller runs :meth:`QueryPool.run` on a
+thread, which may wait for one or start one); if the worker is gone when the query's turn at the
+gate comes, the query goes on on a thread of its own with its place, and is never handed back
+to wait at the gate twice. The limits and the answers are the same.
 
 At most ``running`` queries (default: the cores, two at least) are in their first ``release_after``
 seconds at once; the others wait their turn (first come, first served, from threads and the loop
@@ -27,7 +29,9 @@ once only time-slices them, and across more processes: eight queries at once on 
 the workers about 0.4 ms of CPU more per query than the same queries two or three at a time on
 the same warm workers (caches and TLBs of eight address spaces; docs/performance.md, "Worker cost per
 request"). A query past ``release_after`` lets the next one in, so a long one holds up the others
-for that long at most.
+for that long at most. A query that has to start a worker gives its place up as it starts it (an
+interpreter's start, longer than ``release_after``: the others may find idle workers meanwhile).
+:meth:`QueryPool.close` answers those waiting at once.
 """
 
 from __future__ import annotations
@@ -259,16 +263,25 @@ class _Gate:
         self.admitted = 0
         self.waiting: deque[_Ticket] = deque()
         self.lock = threading.Lock()
+        self.closed = False
 
     def _enter_now(self) -> bool:
         # with self.lock held; behind those already waiting, never before them
+        if self.closed:
+            raise QueryFailed(503, _SHUTTING_DOWN)
         if self.admitted < self.limit and not self.waiting:
             self.admitted += 1
             return True
         return False
 
+    def try_enter(self) -> bool:
+        """Admitted at once (True), or not now (False: nothing held, nothing queued)."""
+        with self.lock:
+            return self._enter_now()
+
     def enter(self, deadline: float) -> bool:
-        """Admitted (True), or the deadline came first (False). Blocking: a thread's."""
+        """Admitted (True), or the deadline came first (False); :class:`QueryFailed` once the
+        gate is closed. Blocking: a thread's."""
         with self.lock:
             if self._enter_now():
                 return True
@@ -276,7 +289,7 @@ class _Gate:
             self.waiting.append(ticket)
         assert ticket.event is not None
         ticket.event.wait(max(0.0, deadline - time.monotonic()))
-        return self._settle(ticket)
+        return self._outcome(ticket)
 
     async def enter_async(self, deadline: float) -> bool:
         """:meth:`enter` on the event loop."""
@@ -290,13 +303,16 @@ class _Gate:
         timer = loop.call_later(max(0.0, deadline - time.monotonic()), _resolve, ticket.future)
         try:
             await ticket.future
-        except asyncio.CancelledError:
+        except BaseException:
+            # Cancelled, or dropped unfinished (GeneratorExit: its loop was closed before it ran
+            # again, maybe with the wake-up of a place granted to it still queued there): a
+            # place granted meanwhile goes to the next, and a ticket still queued leaves the queue.
             if self._settle(ticket):
-                self.leave()  # admitted as it was cancelled: the place goes to the next
+                self.leave()
             raise
         finally:
             timer.cancel()
-        return self._settle(ticket)
+        return self._outcome(ticket)
 
     def _settle(self, ticket: _Ticket) -> bool:
         with self.lock:
@@ -306,6 +322,24 @@ class _Gate:
             with contextlib.suppress(ValueError):
                 self.waiting.remove(ticket)
             return False
+
+    def _outcome(self, ticket: _Ticket) -> bool:
+        if self._settle(ticket):
+            return True
+        if self.closed:
+            raise QueryFailed(503, _SHUTTING_DOWN)
+        return False
+
+    def close(self) -> None:
+        """Refuse every query from now on, those waiting at once (a 503 that says so, not their
+        deadline's)."""
+        with self.lock:
+            self.closed = True
+            waiting, self.waiting = self.waiting, deque()
+            for ticket in waiting:
+                if ticket.state == _WAITING:
+                    ticket.state = _GONE
+                    ticket.wake()
 
     def leave(self) -> None:
         with self.lock:
@@ -485,11 +519,11 @@ class QueryPool:
             log.warning("query workers cannot be put under the seccomp filter here: queries keep the network")
         return worker
 
-    def _checkout(self, deadline: float, timeout: float) -> _Process:
+    def _checkout(self, deadline: float, timeout: float, admission: _Admission) -> _Process:
         with self._lock:
             while True:
                 if self._closed:
-                    raise QueryFailed(503, "the endpoint is shutting down")
+                    raise QueryFailed(503, _SHUTTING_DOWN)
                 if self._idle:
                     return self._idle.pop()
                 if self._count < self.size:
@@ -499,6 +533,12 @@ class QueryPool:
                 if left <= 0:
                     raise QueryFailed(503, _timed_out(timeout))
                 self._lock.wait(left)
+        # Starting a worker takes an interpreter's start at least (up to START_TIMEOUT): the place
+        # at the gate goes to the next query meanwhile, which may find an idle worker, and is not
+        # taken again. This query has waited longer than release_after by then, as one that has
+        # run that long (and a worker is started only when none is idle: after a kill, at the
+        # start). Waiting at the gate again would hold the new worker out of the pool meanwhile.
+        admission.release()
         try:
             return self._spawn()
         except BaseException:
@@ -531,12 +571,17 @@ class QueryPool:
         and its format name (``params``: see :class:`QueryParams`). ``text_index``: where the
         full-text index is and its functions' IRIs, for a query calling them. Raises
         :class:`QueryFailed`."""
+        if not self._gate.enter(params["deadline"]):
+            raise QueryFailed(503, _timed_out(params["timeout"]))
+        return self._run_admitted(text, params, text_index, _Admission(self._gate))
+
+    def _run_admitted(
+        self, text: str, params: QueryParams, text_index: Mapping[str, Any] | None, admission: _Admission
+    ) -> tuple[bytes, str]:
+        """:meth:`run` past the gate, with the place ``admission`` holds (given back here)."""
         deadline, timeout = params["deadline"], params["timeout"]
-        if not self._gate.enter(deadline):
-            raise QueryFailed(503, _timed_out(timeout))
-        admission = _Admission(self._gate)
         try:
-            worker = self._checkout(deadline, timeout)
+            worker = self._checkout(deadline, timeout, admission)
             with self._lock:
                 snap = self._current
             if snap is None:
@@ -564,29 +609,41 @@ class QueryPool:
         worker is idle or the request is too large for the pipe at once; then call :meth:`run`
         on a thread. The worker is watched as :meth:`run` watches it: the reply pipe by the loop,
         the deadline, the memory and the heavy-query slot by timers. A query waits its turn at the
-        gate on the loop too."""
+        gate on the loop too, once: if the idle worker is gone when its turn comes, it goes on
+        on a thread of its own with its place (never back to the caller, to wait again at the
+        back of the queue and against the same deadline)."""
         deadline, timeout = params["deadline"], params["timeout"]
         with self._lock:
-            if self._closed or self._current is None or not self._idle:
+            snap = self._current
+            if self._closed or snap is None or not self._idle:
                 return None
-        if not await self._gate.enter_async(deadline):
-            raise QueryFailed(503, _timed_out(timeout))
+        frame = _Process.frame(_request(snap, text, params, None))
+        if len(frame) > ASYNC_REQUEST_BYTES:
+            # An idle worker's request pipe is empty, and a write up to its size does not block
+            # the loop; a larger one could. Known before the gate: run passes it, once.
+            return None
+        built: _Snapshot | None = snap
+        if not self._gate.try_enter():
+            if not await self._gate.enter_async(deadline):
+                raise QueryFailed(503, _timed_out(timeout))
+            built = None  # it waited: the time left in the request is less now
         admission = _Admission(self._gate)
+        handed = False  # to the thread, which gives the place back
         try:
             with self._lock:
                 snap = self._current
-                if self._closed or snap is None or not self._idle:
-                    return None
-                worker = self._idle.pop()
-                # The worker holds the snapshot from the request on (it may open it).
-                self._hold(worker, snap)
-            request = _request(snap, text, params, None)
-            frame = worker.frame(request)
-            if len(frame) > ASYNC_REQUEST_BYTES:
-                # An idle worker's request pipe is empty, and a write up to its size does not block
-                # the loop; a larger one could.
-                self._checkin(worker, snap, alive=True)
-                return None
+                worker = self._idle.pop() if not self._closed and snap is not None and self._idle else None
+                if worker is not None:
+                    # The worker holds the snapshot from the request on (it may open it).
+                    self._hold(worker, snap)
+            if worker is not None and snap is not built:
+                assert snap is not None
+                frame = worker.frame(_request(snap, text, params, None))
+            if worker is None or len(frame) > ASYNC_REQUEST_BYTES:
+                if worker is not None:
+                    self._checkin(worker, snap, alive=True)
+                handed = True
+                return await self._run_on_thread(text, params, admission)
             alive = False
             try:
                 worker.write(frame)
@@ -600,8 +657,48 @@ class QueryPool:
             finally:
                 self._checkin(worker, snap, alive=alive)
         finally:
-            admission.release()
+            if not handed:
+                admission.release()
         return _answer(header, body)
+
+    async def _run_on_thread(self, text: str, params: QueryParams, admission: _Admission) -> tuple[bytes, str]:
+        """An admitted query that the loop cannot run (no idle worker, or a request too large
+        for the pipe) on a thread of its own, with its place. Its own thread, not the loop's
+        executor: it may wait for a worker or start one, and the executor's few threads also
+        reap the workers killed (``_watch_async``). The threads are few: at most ``running``
+        wait for a worker at once, and at most the pool's size start one or run."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[tuple[bytes, str]] = loop.create_future()
+
+        def settle(outcome: tuple[bytes, str] | None, error: BaseException | None) -> None:
+            if done.done():  # given up (cancelled, or past the deadline): its outcome goes to no one
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                assert outcome is not None
+                done.set_result(outcome)
+
+        def job() -> None:
+            outcome, error = None, None
+            try:
+                outcome = self._run_admitted(text, params, None, admission)
+            except BaseException as exc:
+                error = exc
+            with contextlib.suppress(RuntimeError):  # its loop is closed: no one is waiting
+                loop.call_soon_threadsafe(settle, outcome, error)
+
+        try:
+            threading.Thread(target=job, name="karenina-rdf-query", daemon=True).start()
+        except BaseException:
+            admission.release()  # no thread (none could start): the place is given back here
+            raise
+        # Starting a worker is not bound by the deadline: the client is answered at it (as
+        # Endpoint.timed answers a thread's query), and the thread ends on its own.
+        try:
+            return await asyncio.wait_for(done, max(0.0, params["deadline"] - time.monotonic()) + 0.5)
+        except TimeoutError:
+            raise QueryFailed(503, _timed_out(params["timeout"])) from None
 
     async def _watch_async(
         self, worker: _Process, deadline: float, timeout: float, admission: _Admission
@@ -717,6 +814,7 @@ class QueryPool:
             self._closed = True
             idle, self._idle = self._idle, []
             self._lock.notify_all()
+        self._gate.close()  # those waiting at the gate are answered now, not at their deadline
         for worker in idle:
             worker.kill()
             with self._lock:
@@ -755,6 +853,9 @@ def _abandon(idle: list[_Process], snapshots: dict[str, _Snapshot]) -> None:
         worker.kill()
     for snap in list(snapshots.values()):
         shutil.rmtree(snap.path, ignore_errors=True)
+
+
+_SHUTTING_DOWN = "the endpoint is shutting down"
 
 
 def _timed_out(timeout: float) -> str:
