@@ -94,7 +94,12 @@ class StructuredOutputError(ValueError):
     """No attempt gave a usable reply (Karenina's ParseError from its adapters' loop). It never
     leaves the runner: every stage catches it as it catches an unusable reply (a ValueError),
     and records it as data (a failure, a warning, a check not performed), so it is not part of
-    the public error tree of ``karenina_rdf._errors``."""
+    the public error tree of ``karenina_rdf._errors``. ``retries``: on ``claude_tool``, the
+    transient retries its failed attempts spent (Karenina counts every retry of a task)."""
+
+    def __init__(self, message: str, retries: dict[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.retries = retries or {}
 
 
 def feedback(error: str) -> Message:
@@ -343,7 +348,7 @@ def complete_structured(
             exhausted=failed.exhausted,
         ) from failed
     if parser is None or not two_calls:
-        raise StructuredOutputError(last)
+        raise StructuredOutputError(last, retries)
     # The parser's plain call: the first messages as they were, no schema, no attempt number.
     plain = request.model_copy(update={"json_schema": None, "attempt": None})
     first = provider.complete(plain)
