@@ -29,7 +29,14 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from karenina_rdf._errors import ProviderError
-from karenina_rdf.runner.providers import ChatRequest, ChatResponse, Message, complete_structured, json_object
+from karenina_rdf.runner.providers import (
+    ChatRequest,
+    ChatResponse,
+    Message,
+    StructuredOutputError,
+    complete_structured,
+    json_object,
+)
 
 from ._checks import (
     ABSTENTION_SCHEMA,
@@ -203,7 +210,13 @@ class Pipeline:
         ``parser``: the schema name when Karenina makes this call through its template parser
         (its plain fallback call after the attempts)."""
         request = _request(spec, stage, messages, temperature, kw)
-        value, response = complete_structured(spec.provider, request, read, parser=parser)
+        try:
+            value, response = complete_structured(spec.provider, request, read, parser=parser)
+        except StructuredOutputError as exc:
+            # The retries its failed attempts spent still count (claude_tool; stages catch the
+            # error as an unusable reply and record nothing else of it).
+            state.add_retries(exc.retries)
+            raise
         state.add_call(stage, response, self._price(spec.model, response))
         return value
 

@@ -18,8 +18,15 @@ here but ``claude_tool``; adapters/langchain/llm.py ``_try_structured_invocation
    the reply read with Karenina's ``extract_json_from_response`` (fences, prose, the last object).
 
 The error fed back to the next attempt is the instructions call's. So 4 attempts are up to 8
-calls. ``claude_tool`` (Karenina's Anthropic SDK adapter, adapters/claude_tool/llm.py) makes one
-call per attempt; that path is kept as it was: one call, the reply's first JSON object.
+calls.
+
+**``claude_tool``** (Karenina's Anthropic SDK adapter, adapters/claude_tool/llm.py
+``_ainvoke_structured`` l.211-237) makes one call per attempt, read here as the reply's first
+JSON object; 4 attempts through its ``with_structured_output`` (the checks, the presence check,
+the rubric calls) but 3 through its template parser (``ClaudeToolParserAdapter``,
+``max_retries=2``), which has no plain fallback. Its loop catches any exception: a call that
+failed outright (after its transient retries) is a failed attempt like an unusable reply, its
+error text fed back the same way; only the usable call's usage counts.
 
 **The template parser's fallback** (``parser=``: template parsing and template deep judgment's
 final parse, the calls Karenina makes through ``LangChainParserAdapter.aparse_to_pydantic``,
@@ -61,8 +68,10 @@ from ._base import ChatRequest, ChatResponse, Message, Provider
 from ._json_extraction import extract_json_from_response, is_invalid_json_error
 
 __all__ = [
+    "CLAUDE_TOOL_PARSER_ATTEMPTS",
     "STRUCTURED_ATTEMPTS",
     "StructuredOutputError",
+    "attempts_for",
     "complete_structured",
     "feedback",
     "format_instructions",
@@ -71,8 +80,12 @@ __all__ = [
 
 T = TypeVar("T")
 
-# Karenina's with_structured_output(max_retries=None) -> 3 retries, so 4 attempts in all.
+# Karenina's with_structured_output(max_retries=None) -> 3 retries, so 4 attempts in all
+# (adapters/langchain/llm.py and claude_tool/llm.py ``with_structured_output``).
 STRUCTURED_ATTEMPTS = 4
+# Karenina's ClaudeToolParserAdapter(max_retries=2) -> 3 attempts (claude_tool/parser.py l.65, 105):
+# template parsing and deep judgment's parse on claude_tool.
+CLAUDE_TOOL_PARSER_ATTEMPTS = 3
 # The interface whose Karenina adapter makes one call per attempt (its native structured output).
 ONE_CALL_INTERFACES = frozenset({"claude_tool"})
 
@@ -81,7 +94,12 @@ class StructuredOutputError(ValueError):
     """No attempt gave a usable reply (Karenina's ParseError from its adapters' loop). It never
     leaves the runner: every stage catches it as it catches an unusable reply (a ValueError),
     and records it as data (a failure, a warning, a check not performed), so it is not part of
-    the public error tree of ``karenina_rdf._errors``."""
+    the public error tree of ``karenina_rdf._errors``. ``retries``: on ``claude_tool``, the
+    transient retries its failed attempts spent (Karenina counts every retry of a task)."""
+
+    def __init__(self, message: str, retries: dict[str, int] | None = None) -> None:
+        super().__init__(message)
+        self.retries = retries or {}
 
 
 def feedback(error: str) -> Message:
@@ -247,28 +265,69 @@ def _feedback_retry(
         return None
 
 
+def attempts_for(interface: str, parser: str | None) -> int:
+    """How many attempts Karenina's adapter for ``interface`` makes at this call site: 3 on
+    ``claude_tool``'s template parser (``ClaudeToolParserAdapter(max_retries=2)``), else 4
+    (``with_structured_output(max_retries=None)`` -> 3 retries, on every interface)."""
+    if parser is not None and interface in ONE_CALL_INTERFACES:
+        return CLAUDE_TOOL_PARSER_ATTEMPTS
+    return STRUCTURED_ATTEMPTS
+
+
+def _add_retries(total: dict[str, int], more: dict[str, int]) -> None:
+    for category, n in more.items():
+        total[category] = total.get(category, 0) + n
+
+
 def complete_structured(
     provider: Provider, request: ChatRequest, read: Callable[[str], T], *, parser: str | None = None
 ) -> tuple[T, ChatResponse]:
     """``read(reply text)`` of the first call it accepts, and that call's response (for the
     parser's feedback retries: one response carrying the two calls' usage). ``read`` raises
     ValueError for a reply that does not parse or fit. ``parser``: the schema's name when this
-    is Karenina's template parser (parsing, deep judgment's parse), which adds the fallback.
-    Provider errors are not caught in the attempts: transient ones were already retried below
-    by ``RetryingProvider``."""
+    is Karenina's template parser (parsing, deep judgment's parse), which adds the fallback on
+    the LangChain path and sets the attempts on ``claude_tool`` (:func:`attempts_for`).
+
+    Provider errors (transient ones already retried below by ``RetryingProvider``) end the loop
+    on the LangChain path, whose adapter retries only unusable replies. On ``claude_tool`` a
+    call that failed outright is one more failed attempt, its error fed back like a bad reply's
+    (Karenina's claude_tool loop catches any exception); when the last attempt failed so, the
+    loop ends with a ProviderError of that error's category, so stages classify it as before.
+    There every failed attempt's transient retries are counted (Karenina's ``track_retries``
+    counts every retry of the task), on the response returned or the error raised; usage is
+    only the usable call's."""
     two_calls = provider.interface not in ONE_CALL_INTERFACES
+    attempts = attempts_for(provider.interface, parser)
     error = ""
-    for attempt in range(STRUCTURED_ATTEMPTS):
+    failed: ProviderError | None = None  # claude_tool: the last attempt's outright failure
+    retries: dict[str, int] = {}  # claude_tool: the failed attempts' transient retries
+    for attempt in range(attempts):
         # Karenina appends the feedback to the original messages: only the last error is sent.
         messages = request.messages if attempt == 0 else (*request.messages, feedback(error))
         number = None if attempt == 0 else attempt + 1
         asked = request if attempt == 0 else request.model_copy(update={"messages": messages, "attempt": number})
-        response = provider.complete(asked)
+        if two_calls:
+            response = provider.complete(asked)
+        else:
+            try:
+                response = provider.complete(asked)
+            except ProviderError as exc:
+                # claude_tool/llm.py l.221-235: ``except Exception`` -> last_error = str(e), next attempt.
+                error, failed = str(exc) or type(exc).__name__, exc
+                _add_retries(retries, exc.retries)
+                continue
+            failed = None
         try:
-            return read(_read_structured(response.text) if two_calls else response.text), response
+            value = read(_read_structured(response.text) if two_calls else response.text)
         except ValueError as exc:
             error = str(exc) or type(exc).__name__
+        else:
+            if retries:  # a good first reply returns its response untouched
+                _add_retries(retries, response.retries)
+                response = response.model_copy(update={"retries": retries})
+            return value, response
         if not two_calls:
+            _add_retries(retries, response.retries)
             continue
         instructed = request.model_copy(
             update={"messages": _instructed(messages, request.json_schema), "json_schema": None, "attempt": number}
@@ -278,9 +337,18 @@ def complete_structured(
             return read(_read_instructed(response.text)), response
         except ValueError as exc:
             error = str(exc) or type(exc).__name__
-    last = f"no usable reply in {STRUCTURED_ATTEMPTS} attempts; the last one: {error}"
+    last = f"no usable reply in {attempts} attempts; the last one: {error}"
+    if failed is not None:
+        raise ProviderError(
+            last,
+            category=failed.category,
+            retryable=failed.retryable,
+            retry_after=failed.retry_after,
+            retries=retries,
+            exhausted=failed.exhausted,
+        ) from failed
     if parser is None or not two_calls:
-        raise StructuredOutputError(last)
+        raise StructuredOutputError(last, retries)
     # The parser's plain call: the first messages as they were, no schema, no attempt number.
     plain = request.model_copy(update={"json_schema": None, "attempt": None})
     first = provider.complete(plain)

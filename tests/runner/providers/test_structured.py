@@ -134,19 +134,26 @@ def test_eight_unusable_replies_raise_the_last_error() -> None:
 
 def test_claude_tool_makes_one_call_an_attempt() -> None:
     """Karenina's claude_tool adapter: one (native structured) call an attempt, no parser
-    fallback; the reply's first JSON object is read, as before."""
-    provider, asked = scripted([NO, NO, NO, FENCED], interface="claude_tool")
+    fallback; the reply's first JSON object is read, as before. Its parser makes 3 attempts
+    (``ClaudeToolParserAdapter(max_retries=2)``), its ``with_structured_output`` 4; every case
+    per call site is in test_structured_claude_tool.py."""
+    provider, asked = scripted([NO, NO, FENCED], interface="claude_tool")
     value, _ = complete_structured(provider, REQUEST, strict, parser="Answer__Relaxed")
-    assert value is True and "".join(kind(r) for r in asked) == "SSSS"
+    assert value is True and "".join(kind(r) for r in asked) == "SSS"
     provider, asked = scripted([NO], interface="claude_tool")
     with pytest.raises(StructuredOutputError):
         complete_structured(provider, REQUEST, strict, parser="Answer__Relaxed")
+    assert len(asked) == 3
+    provider, asked = scripted([NO], interface="claude_tool")
+    with pytest.raises(StructuredOutputError):
+        complete_structured(provider, REQUEST, strict)
     assert len(asked) == STRUCTURED_ATTEMPTS
 
 
 def test_provider_errors_are_not_retried_here() -> None:
     """A failed call (its transient retries spent below, in RetryingProvider) ends the loop:
-    Karenina's LangChain adapter retries only ValidationError/ValueError."""
+    Karenina's LangChain adapter retries only ValidationError/ValueError. (Its claude_tool
+    adapter retries it: test_structured_claude_tool.py.)"""
     provider, asked = scripted([NO, ProviderError("boom", category="server_error")])
     with pytest.raises(ProviderError):
         complete_structured(provider, REQUEST, strict)
