@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from types import ModuleType
 
 from karenina_rdf import Store
-from tests.conftest import ROOT
+from tests.helpers.bench_scripts import benchmark_script
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("generate", ROOT / "benchmarks" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("generate")
 
 
 def test_deterministic_and_round_trips(tmp_path: Path) -> None:

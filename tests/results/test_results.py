@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import copy
 import csv
-import importlib.util
 import io
 import json
 from pathlib import Path
@@ -22,7 +21,7 @@ from karenina_rdf.results._export import write_export
 from karenina_rdf.results._model import PARTS, ROOT, is_default
 from karenina_rdf.results._read import ExportReader
 from tests.conftest import CORPUS, EXAMPLES, needs_corpus
-from tests.conftest import ROOT as PROJECT
+from tests.helpers.bench_scripts import benchmark_script
 
 RESULTS = sorted((EXAMPLES / "results").glob("*.json"))
 CORPUS_EXPORTS = [
@@ -32,11 +31,7 @@ CORPUS_EXPORTS = [
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("generate_results", PROJECT / "benchmarks" / "generate_results.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("generate_results")
 
 
 GEN = _generator()

@@ -5,7 +5,6 @@ files cannot be trusted (edited, rebased, removed, cut short, laid out otherwise
 from __future__ import annotations
 
 import copy
-import importlib.util
 import io
 import json
 from collections.abc import Callable, Iterator
@@ -18,7 +17,8 @@ import pytest
 from karenina_rdf import Benchmark, Store, StoreError
 from karenina_rdf.store import _file_export, _files
 from karenina_rdf.store import _store as store_module
-from tests.conftest import EXAMPLES, NOT_CHECKPOINTS, ROOT, corpus_params
+from tests.conftest import EXAMPLES, NOT_CHECKPOINTS, corpus_params
+from tests.helpers.bench_scripts import benchmark_script
 
 PHARMA = EXAMPLES / "pharmacology.jsonld"
 
@@ -68,11 +68,7 @@ def _from_graph(store: Store, ref: str, monkeypatch: pytest.MonkeyPatch) -> tupl
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("generate", ROOT / "benchmarks" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("generate")
 
 
 def _edited(doc: dict[str, Any], edit: Callable[[dict[str, Any]], None]) -> dict[str, Any]:

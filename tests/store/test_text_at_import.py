@@ -7,7 +7,6 @@ or out of step (then rebuilt), never claiming a generation that is not live."""
 from __future__ import annotations
 
 import copy
-import importlib.util
 import json
 import sqlite3
 import subprocess
@@ -24,16 +23,13 @@ from karenina_rdf.sparql import TextIndex
 from karenina_rdf.sparql._ranked import Ranker
 from karenina_rdf.store._text import TextSync
 from tests.conftest import EXAMPLES, NOT_CHECKPOINTS, ROOT, corpus_params
+from tests.helpers.bench_scripts import benchmark_script
 
 Rows = list[tuple[str, str, int, str, str, str, str]]
 
 
 def _generator() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("generate", ROOT / "benchmarks" / "generate.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return benchmark_script("generate")
 
 
 def _item(qid: str | None, text: str, answer: str, **extra: Any) -> dict[str, Any]:
