@@ -36,7 +36,7 @@ import pyoxigraph as ox
 
 from karenina_rdf._progress import QUIET_TASK, Task
 from karenina_rdf.checkpoint import item_json
-from karenina_rdf.rdf import KAR, SCHEMA, count_items
+from karenina_rdf.rdf import DATA_FEED_ELEMENT, KAR, count_items
 
 from . import _files
 
@@ -45,7 +45,6 @@ if TYPE_CHECKING:
 
 Index = dict[str, dict[str, list[Any]]]
 
-_DATA_FEED_ELEMENT = SCHEMA + "dataFeedElement"
 _ITEM_JSON = KAR.itemJson
 _POSITION = KAR.position
 _ITEM_KINDS = frozenset(("items", "questions", "shadowed"))
@@ -86,8 +85,8 @@ class FileSource:
             raise
         prefix = ("<" + bench).encode("utf-8")
         self._own, self._under = prefix + b"> ", prefix + b"/"
-        self._links = (self._own + f"<{_DATA_FEED_ELEMENT}> ".encode(), self._own + KAR.shadowedItem.nt.encode() + b" ")
-        self._skip = tuple(self._under + kind for kind in (b"items/", b"questions/", b"shadowed/"))
+        self._links = (self._own + f"<{DATA_FEED_ELEMENT}> ".encode(), self._own + KAR.shadowedItem.nt.encode() + b" ")
+        self._skip = tuple(self._under + kind.encode() + b"/" for kind in sorted(_ITEM_KINDS))
 
     @classmethod
     def open(cls, store: GraphStore, bench: str, graph: ox.NamedNode) -> FileSource | None:
@@ -190,7 +189,7 @@ class FileSource:
         bench = self.bench
         under = bench + "/"
         cut = len(under)
-        links = {_DATA_FEED_ELEMENT, KAR.shadowedItem}
+        links = {DATA_FEED_ELEMENT, KAR.shadowedItem}
         task.set_total(self.items)
         seen: set[tuple[bool, str]] = set()
         current: tuple[bool, str] | None = None  # (shadowed?, id segment) of the run being read

@@ -242,7 +242,7 @@ class TextSync:
                 position=int(_text(r["pos"]) or 0),
                 question=_text(r["text"]),
                 answer=_text(r["answer"]),
-                keywords=keywords_text(_text(r["kws"]).split(_KEYWORD_SEPARATOR)),
+                keywords=keywords_text([_text(r["kws"])]),  # keywords_text splits the joined keywords
                 template=_text(r["code"]),
             )
 

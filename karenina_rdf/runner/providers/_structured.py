@@ -230,12 +230,16 @@ def _format_feedback(reply: str, error: str, schema: dict[str, Any] | None) -> M
     )
 
 
+def _add_retries(total: dict[str, int], more: dict[str, int]) -> None:
+    for category, n in more.items():
+        total[category] = total.get(category, 0) + n
+
+
 def _joined(first: ChatResponse, second: ChatResponse) -> ChatResponse:
     """One response carrying two calls' usage (Karenina sums the plain call's and a feedback
     retry's usage)."""
     retries = dict(first.retries)
-    for category, n in second.retries.items():
-        retries[category] = retries.get(category, 0) + n
+    _add_retries(retries, second.retries)
     return second.model_copy(
         update={
             "usage": first.usage + second.usage,
@@ -272,11 +276,6 @@ def attempts_for(interface: str, parser: str | None) -> int:
     if parser is not None and interface in ONE_CALL_INTERFACES:
         return CLAUDE_TOOL_PARSER_ATTEMPTS
     return STRUCTURED_ATTEMPTS
-
-
-def _add_retries(total: dict[str, int], more: dict[str, int]) -> None:
-    for category, n in more.items():
-        total[category] = total.get(category, 0) + n
 
 
 def complete_structured(
